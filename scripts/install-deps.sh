@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install everything mbcf needs on a fresh Debian 12 machine (run as root).
+# Idempotent: packages already present are skipped by apt; the rdma-core
+# source package is fetched once into the build cache by CMake, not here.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+
+# rdma-core's private provider headers come from Debian's source package,
+# so deb-src must be enabled (Debian 12 ships deb822 sources).
+src=/etc/apt/sources.list.d/debian.sources
+if [ -f "$src" ] && ! grep -q '^Types:.*deb-src' "$src"; then
+	sed -i 's/^Types: deb$/Types: deb deb-src/' "$src"
+fi
+
+pkgs=(
+	# build
+	build-essential cmake ninja-build pkg-config python3 dpkg-dev
+	googletest libgtest-dev libbenchmark-dev clang libclang-rt-14-dev
+	# kernel module: Debian's kernel and matching headers (guest kernel)
+	linux-image-amd64 linux-headers-amd64 kmod dkms
+	# rdma user space
+	rdma-core ibverbs-utils libibverbs-dev ibverbs-providers perftest
+	rdmacm-utils iproute2 python3-pyverbs
+	# guest rig
+	qemu-system-x86 busybox-static cpio
+	# baselines for bench/
+	sockperf iperf3
+)
+
+need=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+done
+if [ "${#need[@]}" -gt 0 ]; then
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
