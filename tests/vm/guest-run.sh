@@ -1,0 +1,84 @@
+#!/bin/bash
+# Guest side of the rig: PID 1 after the initramfs switch_roots into the
+# overlay root.  Mounts the usual pseudo filesystems, reads the job file that
+# run.sh wrote on the host, installs the build into the overlay, sets up the
+# topology, runs the test script, scans the kernel log, prints the result
+# line and powers off.  Everything it writes lands in the tmpfs overlay.
+#
+# Protocol on the console (parsed by run.sh):
+#   MBCF-VM-BEGIN                      the test script starts now
+#   MBCF-VM-DMESG-BEGIN / -END         full kernel log (kept in the log only)
+#   MBCF-VM-RESULT rc=N dmesg=M        N: script status, M: bad kernel log lines
+set -u
+
+job=${1:-}
+
+poweroff_now() {
+	sync
+	echo o >/proc/sysrq-trigger
+	while :; do sleep 60; done
+}
+
+fail_setup() {
+	echo "mbcf-vm: setup failed: $*"
+	dmesg 2>/dev/null | tail -n 30
+	echo "MBCF-VM-RESULT rc=125 dmesg=-1 stage=setup"
+	poweroff_now
+}
+
+mount -t proc proc /proc || fail_setup "mount /proc"
+mount -t sysfs sysfs /sys
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o gid=5,mode=620 devpts /dev/pts
+mount -t tmpfs -o mode=1777 shm /dev/shm
+mount -t tmpfs -o mode=1777 tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+hostname mbcf-vm
+ln -sf /proc/self/fd /dev/fd 2>/dev/null
+
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 TERM=dumb
+export IBV_SHOW_WARNINGS=1
+umask 022
+
+[ -r "$job" ] || fail_setup "job file '$job' not readable"
+# The job file defines MBCF_SRC MBCF_BUILD VM_TOPOLOGY VM_SCRIPT VM_ARGS.
+# shellcheck source=/dev/null
+. "$job"
+export MBCF_SRC MBCF_BUILD
+export MBCF_VM_LIB="$MBCF_SRC/tests/vm/lib.sh"
+# shellcheck source=tests/vm/lib.sh
+. "$MBCF_VM_LIB" || fail_setup "cannot source $MBCF_VM_LIB"
+
+ip link set lo up
+
+if [ -n "$MBCF_BUILD" ]; then
+	if ! cmake --install "$MBCF_BUILD" >/tmp/mbcf-install.log 2>&1; then
+		cat /tmp/mbcf-install.log
+		fail_setup "cmake --install $MBCF_BUILD"
+	fi
+	ldconfig
+	depmod -a || fail_setup "depmod -a"
+	echo "mbcf-vm: installed $MBCF_BUILD ($(grep -c 'Installing\|Up-to-date' /tmp/mbcf-install.log) files)"
+fi
+
+if [ "$VM_TOPOLOGY" = 1 ]; then
+	vm_topology || fail_setup "topology"
+fi
+
+echo "MBCF-VM-BEGIN uptime=$(cut -d' ' -f1 /proc/uptime)"
+cd "$MBCF_SRC" || fail_setup "cd $MBCF_SRC"
+bash "$VM_SCRIPT" "${VM_ARGS[@]}" </dev/null
+rc=$?
+echo "mbcf-vm: script exited with status $rc (uptime $(cut -d' ' -f1 /proc/uptime) s)"
+
+# Let deferred work (e.g. device teardown) print before the final scan.
+sleep 1
+bad=0
+vm_dmesg_check || bad=$VM_DMESG_BAD
+echo "MBCF-VM-DMESG-BEGIN"
+dmesg
+echo "MBCF-VM-DMESG-END"
+echo "MBCF-VM-RESULT rc=$rc dmesg=$bad"
+poweroff_now

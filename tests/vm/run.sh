@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# Run a test script inside a QEMU guest (TCG) booting the installed Debian
+# kernel, with the host's root shared read-only over 9p under a tmpfs overlay.
+# See tests/vm/README.md.
+set -euo pipefail
+
+usage() {
+	cat <<EOF
+usage: ${0##*/} [options] SCRIPT [ARGS...]
+
+Boots the guest, installs the build (cmake --install BUILD; depmod -a) into
+its overlay, sets up the topology, runs the bash SCRIPT (a file on the host)
+inside the guest, scans the guest kernel log, powers off and exits with the
+script's status (1 if the script passed but the kernel log scan did not).
+
+options:
+  --build DIR      build dir to install (default: \$MBCF_BUILD or <repo>/build;
+                   the default is skipped when it has not been configured)
+  --no-install     do not install any build
+  --kver VER       kernel version (default: newest with /boot/vmlinuz-VER)
+  --mem SIZE       guest memory (default: 2G)
+  --smp N          guest vCPUs (default: 2)
+  --timeout SEC    kill the guest and fail after SEC seconds (default: 900)
+  --keep-log FILE  write the full serial console (incl. full dmesg) to FILE
+  --no-topology    do not set up veth/namespace/rdma links before SCRIPT
+  --quiet          print only the script's output and the verdict
+  -h, --help       this help
+EOF
+}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/../.." && pwd)
+
+build=${MBCF_BUILD:-}
+build_explicit=0
+[ -n "$build" ] && build_explicit=1
+kver=
+mem=2G
+smp=2
+timeout=900
+keep_log=
+topology=1
+install=1
+quiet=0
+
+die() {
+	echo "run.sh: $*" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=${2:?--build needs a directory}; build_explicit=1; shift 2 ;;
+	--no-install) install=0; shift ;;
+	--kver) kver=${2:?}; shift 2 ;;
+	--mem) mem=${2:?}; shift 2 ;;
+	--smp) smp=${2:?}; shift 2 ;;
+	--timeout) timeout=${2:?}; shift 2 ;;
+	--keep-log) keep_log=${2:?}; shift 2 ;;
+	--no-topology) topology=0; shift ;;
+	--quiet) quiet=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	--) shift; break ;;
+	-*) usage >&2; die "unknown option $1" ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+script=$1
+shift
+[ -f "$script" ] || die "no such script: $script"
+script=$(realpath "$script")
+[[ $timeout =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
+
+t_start=$EPOCHREALTIME
+
+# --- kernel -----------------------------------------------------------------
+if [ -z "$kver" ]; then
+	for d in $(ls -1d /lib/modules/*/ 2>/dev/null | sort -rV); do
+		v=$(basename "$d")
+		if [ -r "/boot/vmlinuz-$v" ]; then
+			kver=$v
+			break
+		fi
+	done
+	[ -n "$kver" ] || die "no /lib/modules/VER with a matching /boot/vmlinuz-VER (apt-get install linux-image-amd64)"
+fi
+kernel=/boot/vmlinuz-$kver
+[ -r "$kernel" ] || die "no $kernel"
+[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
+
+# --- build dir --------------------------------------------------------------
+if [ "$install" = 1 ]; then
+	if [ -z "$build" ]; then
+		build=$src/build
+	fi
+	if [ ! -f "$build/cmake_install.cmake" ]; then
+		[ "$build_explicit" = 1 ] && die "$build is not a configured cmake build dir"
+		echo "run.sh: note: $build not configured; not installing a build" >&2
+		build=
+	else
+		build=$(realpath "$build")
+		case "$build" in
+		/tmp/*) die "the guest cannot see the host's /tmp: use a build dir elsewhere" ;;
+		esac
+	fi
+else
+	build=
+fi
+
+# --- cache + initramfs --------------------------------------------------------
+cache=${XDG_CACHE_HOME:-/var/tmp}/mbcf-vm
+mkdir -p "$cache"
+case "$cache" in
+/tmp/*) die "cache dir $cache must not be under /tmp (the guest cannot see it)" ;;
+esac
+[[ $cache =~ ^[A-Za-z0-9/._+-]+$ ]] || die "cache dir '$cache' has characters unsafe for the kernel command line"
+
+initmods=()
+add_mods() {
+	local m line p seen
+	for m in "$@"; do
+		while read -r line; do
+			[[ $line == insmod\ * ]] || continue
+			p=${line#insmod }
+			p=${p%% *}
+			for seen in "${initmods[@]}"; do
+				[ "$seen" = "$p" ] && continue 2
+			done
+			initmods+=("$p")
+		done < <(modprobe -S "$kver" --show-depends "$m")
+	done
+}
+add_mods virtio_pci 9pnet_virtio 9p overlay
+[ "${#initmods[@]}" -gt 0 ] || die "modprobe --show-depends found no modules for $kver"
+
+busybox=$(command -v busybox) || die "busybox missing (apt-get install busybox-static)"
+key=$({
+	echo "$kver"
+	cat "$here/initramfs-init"
+	printf '%s\n' "${initmods[@]}"
+	sha256sum "$busybox" "${initmods[@]}"
+} | sha256sum | cut -c1-16)
+initrd=$cache/initramfs-$kver-$key.cpio
+
+build_initramfs() {
+	local stage m
+	stage=$(mktemp -d "$cache/stage.XXXXXX")
+	mkdir -p "$stage/bin" "$stage/modules"
+	cp "$busybox" "$stage/bin/busybox"
+	ln -s busybox "$stage/bin/sh"
+	install -m 0755 "$here/initramfs-init" "$stage/init"
+	: >"$stage/modules/order"
+	for m in "${initmods[@]}"; do
+		cp "$m" "$stage/modules/"
+		basename "$m" >>"$stage/modules/order"
+	done
+	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio --quiet -o -H newc -R 0:0) >"$initrd.tmp.$$"
+	mv -f "$initrd.tmp.$$" "$initrd"
+	rm -rf "$stage"
+	# Drop stale images of older init scripts / kernels.
+	find "$cache" -maxdepth 1 -name 'initramfs-*.cpio' ! -path "$initrd" -mmin +60 -delete 2>/dev/null || true
+}
+
+if [ ! -s "$initrd" ]; then
+	exec 9>"$cache/lock"
+	flock 9
+	[ -s "$initrd" ] || build_initramfs
+	flock -u 9
+	exec 9>&-
+fi
+
+# --- per-run dir, job file ------------------------------------------------------
+rundir=$(mktemp -d "$cache/run.XXXXXX")
+qpid=
+cleanup() {
+	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
+		kill -TERM "$qpid" 2>/dev/null || true
+		sleep 0.5
+		kill -KILL "$qpid" 2>/dev/null || true
+		wait "$qpid" 2>/dev/null || true
+	fi
+	rm -rf "$rundir"
+}
+trap cleanup EXIT
+trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM HUP
+
+guest_script=$script
+case "$script" in
+/tmp/*) guest_script=/run/host$script ;; # the guest's /tmp is its own tmpfs
+esac
+{
+	printf 'MBCF_SRC=%q\n' "$src"
+	printf 'MBCF_BUILD=%q\n' "$build"
+	printf 'VM_TOPOLOGY=%q\n' "$topology"
+	printf 'VM_SCRIPT=%q\n' "$guest_script"
+	printf 'VM_ARGS=('
+	[ $# -gt 0 ] && printf ' %q' "$@"
+	printf ' )\n'
+} >"$rundir/job"
+
+log=$rundir/console.log
+[ -n "$keep_log" ] && log=$keep_log
+: >"$log"
+
+cmdline="console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init log_buf_len=4M"
+cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
+cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
+
+qemu=(
+	qemu-system-x86_64 -accel tcg,thread=multi -machine pc -cpu max
+	-smp "$smp" -m "$mem" -nodefaults -no-reboot -no-user-config
+	-display none -monitor none -nic none
+	-chardev stdio,id=con,signal=off -serial chardev:con
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+	-kernel "$kernel" -initrd "$initrd" -append "$cmdline"
+)
+
+fifo=$rundir/console
+mkfifo "$fifo"
+"${qemu[@]}" </dev/null >"$fifo" 2>"$rundir/qemu.err" &
+qpid=$!
+
+# --- console loop with the watchdog ---------------------------------------------
+elapsed() { # seconds since t_start
+	local now=$EPOCHREALTIME
+	awk -v a="$t_start" -v b="$now" 'BEGIN { printf "%.1f", b - a }'
+}
+deadline=$((${t_start%.*} + timeout))
+result=
+t_begin=
+in_dmesg=0
+timed_out=0
+while :; do
+	now=${EPOCHREALTIME%.*}
+	left=$((deadline - now))
+	if [ "$left" -le 0 ]; then
+		timed_out=1
+		break
+	fi
+	if IFS= read -r -t "$left" line; then
+		line=${line%$'\r'}
+		printf '%s\n' "$line" >>"$log"
+		case "$line" in
+		MBCF-VM-BEGIN*) t_begin=$(elapsed) ;;
+		MBCF-VM-DMESG-BEGIN*) in_dmesg=1; continue ;;
+		MBCF-VM-DMESG-END*) in_dmesg=0; continue ;;
+		MBCF-VM-RESULT*) result=$line ;;
+		esac
+		[ "$in_dmesg" = 1 ] && continue
+		if [ "$quiet" = 0 ] || [[ $line != mbcf-vm:* ]]; then
+			printf '%s\n' "$line"
+		fi
+	else
+		# EOF (qemu exited) or timeout
+		[ $? -gt 128 ] && continue
+		break
+	fi
+done <"$fifo"
+
+if [ "$timed_out" = 1 ]; then
+	echo "run.sh: TIMEOUT: guest did not finish within ${timeout}s; killing qemu" >&2
+	kill -KILL "$qpid" 2>/dev/null || true
+fi
+qrc=0
+wait "$qpid" || qrc=$?
+qpid=
+t_total=$(elapsed)
+
+if [ -s "$rundir/qemu.err" ]; then
+	sed 's/^/qemu: /' "$rundir/qemu.err" >&2
+fi
+
+rc=
+dmesg_bad=
+if [[ $result =~ rc=([0-9]+)\ dmesg=(-?[0-9]+) ]]; then
+	rc=${BASH_REMATCH[1]}
+	dmesg_bad=${BASH_REMATCH[2]}
+fi
+
+status=0
+if [ -z "$rc" ]; then
+	echo "run.sh: FAIL: no result line from the guest (qemu status $qrc; panic, hang or crash)" >&2
+	echo "run.sh: last console lines:" >&2
+	tail -n 40 "$log" | sed 's/^/  | /' >&2
+	status=1
+	[ "$timed_out" = 1 ] && status=124
+elif [ "$rc" != 0 ]; then
+	echo "run.sh: FAIL: $(basename "$script") exited with status $rc" >&2
+	status=$rc
+elif [ "$dmesg_bad" != 0 ]; then
+	echo "run.sh: FAIL: kernel log scan found $dmesg_bad suspicious line(s)" >&2
+	status=1
+else
+	echo "run.sh: PASS: $(basename "$script")"
+fi
+echo "run.sh: timing: first test command at ${t_begin:-?} s, total ${t_total} s (kernel $kver, smp $smp, tcg)"
+[ -n "$keep_log" ] && echo "run.sh: full console log in $keep_log"
+exit "$status"
