@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mbcf ib_device: creation, registration, port state.
+ *
+ * A device lives from `rdma link add` until `rdma link delete`, the removal
+ * of its netdev, or module unload.  Unregistration always ends in
+ * mbcf_device_dealloc_driver(), which the RDMA core calls once.
+ */
+#include <linux/module.h>
+#include <net/addrconf.h>
+#include <rdma/ib_cache.h>
+
+#include "mbcf.h"
+#include "mbcf/wire.h"
+
+bool mbcf_device_port_active(const struct mbcf_dev *dev)
+{
+	return netif_running(dev->ndev) && netif_carrier_ok(dev->ndev);
+}
+
+/*
+ * The verbs path MTU is advisory for mbcf: messages are cut into frames by
+ * the netdev MTU, not by the path MTU.  Report the smallest IB MTU that
+ * covers one frame's payload so a 1500-byte netdev shows 2048, not 1024.
+ */
+enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
+{
+	int payload = (int)READ_ONCE(dev->ndev->mtu) - MBCF_WIRE_HDR_LEN;
+
+	if (payload > 2048)
+		return IB_MTU_4096;
+	if (payload > 1024)
+		return IB_MTU_2048;
+	if (payload > 512)
+		return IB_MTU_1024;
+	if (payload > 256)
+		return IB_MTU_512;
+	return IB_MTU_256;
+}
+
+void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+/*
+ * Called from the netdev notifier (under RTNL) and from module exit.  The
+ * RDMA core may need RTNL itself while unregistering, so the notifier must
+ * only queue; DYING makes sure we queue at most once.
+ */
+void mbcf_device_queue_unregister(struct mbcf_dev *dev)
+{
+	if (!test_and_set_bit(MBCF_DEV_DYING, &dev->flags))
+		ib_unregister_device_queued(&dev->ibdev);
+}
+
+static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
+{
+	struct mbcf_dev *dev = to_mbcf_dev(ibdev);
+
+	mbcf_main_untrack(dev);
+	WARN_ON_ONCE(atomic_read(&dev->pd_count));
+	WARN_ON_ONCE(atomic_read(&dev->ucontext_count));
+	netdev_put(dev->ndev, &dev->ndev_tracker);
+}
+
+static const struct ib_device_ops mbcf_device_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.dealloc_driver = mbcf_device_dealloc_driver,
+};
+
+static void mbcf_device_set_guid(struct mbcf_dev *dev)
+{
+	u8 eui[8];
+
+	addrconf_addr_eui48(eui, dev->ndev->dev_addr);
+	memcpy(&dev->ibdev.node_guid, eui, sizeof(eui));
+}
+
+static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
+{
+	struct mbcf_dev *dev;
+
+	dev = ib_alloc_device(mbcf_dev, ibdev);
+	if (!dev)
+		return NULL;
+	/* Dropped by mbcf_device_dealloc_driver(), on every path. */
+	dev->ndev = ndev;
+	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
+	INIT_LIST_HEAD(&dev->list);
+	atomic_set(&dev->pd_count, 0);
+	atomic_set(&dev->ucontext_count, 0);
+
+	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
+	dev->ibdev.phys_port_cnt = 1;
+	dev->ibdev.num_comp_vectors = 1;
+	dev->ibdev.local_dma_lkey = 0;
+	dev->ibdev.kverbs_provider = false;
+	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				      BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	strscpy(dev->ibdev.node_desc, "mbcf", sizeof(dev->ibdev.node_desc));
+	mbcf_device_set_guid(dev);
+
+	ib_set_device_ops(&dev->ibdev, &mbcf_device_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_verbs_ops);
+	return dev;
+}
+
+int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
+{
+	struct mbcf_dev *dev;
+	int err;
+
+	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK))
+		return -EINVAL;
+	if (ndev->mtu < MBCF_WIRE_HDR_LEN + 256)
+		return -EINVAL;
+	dev = mbcf_main_get_by_netdev(ndev);
+	if (dev) {
+		ib_device_put(&dev->ibdev);
+		return -EEXIST;
+	}
+
+	dev = mbcf_device_alloc(ndev);
+	if (!dev)
+		return -ENOMEM;
+
+	err = ib_device_set_netdev(&dev->ibdev, ndev, 1);
+	if (err)
+		goto err_dealloc;
+
+	err = ib_register_device(&dev->ibdev, ibdev_name, NULL);
+	if (err)
+		goto err_dealloc;
+
+	mbcf_main_track(dev);
+	/*
+	 * A NETDEV_UNREGISTER that ran before we were tracked found nothing
+	 * to remove; reg_state tells us it happened (it is set before the
+	 * notifier chain runs).
+	 */
+	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED)
+		mbcf_device_queue_unregister(dev);
+	else if (mbcf_device_port_active(dev))
+		mbcf_device_port_event(dev, IB_EVENT_PORT_ACTIVE);
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(&dev->ibdev);
+	return err;
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mbcf verbs: the thin layer between the RDMA core and the device.  Each
+ * entry point checks its arguments and hands off; no protocol logic here.
+ */
+#include <linux/module.h>
+#include <rdma/ib_verbs.h>
+#include <uapi/rdma/ib_user_verbs.h>
+
+#include "mbcf.h"
+#include "rdma/mbcf-abi.h"
+
+#define MBCF_PKEY_DEFAULT	0xffff
+#define MBCF_GID_TBL_LEN	16
+
+static int mbcf_verbs_query_device(struct ib_device *ibdev,
+				   struct ib_device_attr *attr,
+				   struct ib_udata *udata)
+{
+	struct mbcf_dev *dev = to_mbcf_dev(ibdev);
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = 1;
+	attr->sys_image_guid = dev->ibdev.node_guid;
+	attr->max_mr_size = U64_MAX;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = 0xffffff;
+	attr->max_qp = MBCF_MAX_QP;
+	attr->max_qp_wr = MBCF_MAX_QP_WR;
+	attr->max_send_sge = MBCF_MAX_SGE;
+	attr->max_recv_sge = MBCF_MAX_SGE;
+	attr->max_sge_rd = MBCF_MAX_SGE;
+	attr->max_cq = MBCF_MAX_CQ;
+	attr->max_cqe = MBCF_MAX_CQE;
+	attr->max_mr = MBCF_MAX_MR;
+	attr->max_pd = MBCF_MAX_PD;
+	attr->max_qp_rd_atom = MBCF_MAX_RD_ATOMIC;
+	attr->max_qp_init_rd_atom = MBCF_MAX_RD_ATOMIC;
+	attr->max_res_rd_atom = MBCF_MAX_RD_ATOMIC * MBCF_MAX_QP;
+	/* Atomics are CPU atomic instructions on the target memory, so they
+	 * are atomic against the target CPU's own accesses too. */
+	attr->atomic_cap = IB_ATOMIC_GLOB;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	attr->max_fast_reg_page_list_len = 0;
+	return 0;
+}
+
+static int mbcf_verbs_query_port(struct ib_device *ibdev, u32 port_num,
+				 struct ib_port_attr *attr)
+{
+	struct mbcf_dev *dev = to_mbcf_dev(ibdev);
+	bool active = mbcf_device_port_active(dev);
+
+	/* The core zeroes *attr before calling us. */
+	attr->state = active ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = active ? IB_PORT_PHYS_STATE_LINK_UP :
+				    IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = mbcf_device_active_mtu(dev);
+	attr->phys_mtu = READ_ONCE(dev->ndev->mtu);
+	attr->gid_tbl_len = MBCF_GID_TBL_LEN;
+	attr->ip_gids = true;
+	attr->pkey_tbl_len = 1;
+	attr->max_msg_sz = MBCF_MAX_MSG_SIZE;
+	attr->max_vl_num = 1;
+	return ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+				&attr->active_width);
+}
+
+static int mbcf_verbs_get_port_immutable(struct ib_device *ibdev,
+					 u32 port_num,
+					 struct ib_port_immutable *immutable)
+{
+	/* RoCE v1 semantics: a link-local GID maps to a MAC with no ARP. */
+	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE;
+	immutable->pkey_tbl_len = 1;
+	immutable->gid_tbl_len = MBCF_GID_TBL_LEN;
+	immutable->max_mad_size = 0;
+	return 0;
+}
+
+static enum rdma_link_layer mbcf_verbs_get_link_layer(struct ib_device *ibdev,
+						      u32 port_num)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int mbcf_verbs_query_pkey(struct ib_device *ibdev, u32 port_num,
+				 u16 index, u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = MBCF_PKEY_DEFAULT;
+	return 0;
+}
+
+static void mbcf_verbs_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%s", MBCF_FW_VERSION);
+}
+
+static int mbcf_verbs_alloc_ucontext(struct ib_ucontext *ibuc,
+				     struct ib_udata *udata)
+{
+	struct mbcf_dev *dev = to_mbcf_dev(ibuc->device);
+	struct mbcf_alloc_ucontext_resp resp = {
+		.abi_version = MBCF_ABI_VERSION,
+	};
+	int err;
+
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		return err;
+	atomic_inc(&dev->ucontext_count);
+	return 0;
+}
+
+static void mbcf_verbs_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+	atomic_dec(&to_mbcf_dev(ibuc->device)->ucontext_count);
+}
+
+static int mbcf_verbs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct mbcf_dev *dev = mbcf_pd_dev(ibpd);
+
+	if (atomic_inc_return(&dev->pd_count) > MBCF_MAX_PD) {
+		atomic_dec(&dev->pd_count);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int mbcf_verbs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	atomic_dec(&mbcf_pd_dev(ibpd)->pd_count);
+	return 0;
+}
+
+const struct ib_device_ops mbcf_verbs_ops = {
+	.uverbs_abi_ver = MBCF_UVERBS_ABI_VERSION,
+
+	.query_device = mbcf_verbs_query_device,
+	.query_port = mbcf_verbs_query_port,
+	.get_port_immutable = mbcf_verbs_get_port_immutable,
+	.get_link_layer = mbcf_verbs_get_link_layer,
+	.query_pkey = mbcf_verbs_query_pkey,
+	.get_dev_fw_str = mbcf_verbs_get_dev_fw_str,
+	.alloc_ucontext = mbcf_verbs_alloc_ucontext,
+	.dealloc_ucontext = mbcf_verbs_dealloc_ucontext,
+	.alloc_pd = mbcf_verbs_alloc_pd,
+	.dealloc_pd = mbcf_verbs_dealloc_pd,
+
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, mbcf_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_pd, mbcf_pd, ibpd),
+};
