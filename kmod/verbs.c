@@ -45,7 +45,9 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
-	attr->max_fast_reg_page_list_len = 0;
+	/* The core copies this into ibdev->attrs at registration; nldev
+	 * refuses `rdma link delete` without it. */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }
 

@@ -48,7 +48,7 @@ umask 022
 . "$job"
 export MBCF_SRC MBCF_BUILD
 export MBCF_VM_LIB="$MBCF_SRC/tests/vm/lib.sh"
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=lib.sh
 . "$MBCF_VM_LIB" || fail_setup "cannot source $MBCF_VM_LIB"
 
 ip link set lo up
@@ -76,7 +76,7 @@ echo "mbcf-vm: script exited with status $rc (uptime $(cut -d' ' -f1 /proc/uptim
 # Let deferred work (e.g. device teardown) print before the final scan.
 sleep 1
 bad=0
-vm_dmesg_check || bad=$VM_DMESG_BAD
+vm_dmesg_check --all || bad=$VM_DMESG_BAD
 echo "MBCF-VM-DMESG-BEGIN"
 dmesg
 echo "MBCF-VM-DMESG-END"

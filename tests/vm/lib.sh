@@ -45,8 +45,9 @@ vm_dmesg_mark() {
 	export VM_DMESG_MARK
 }
 
-# vm_dmesg_check [--since-mark]: scan the kernel log for bugs, warnings,
+# vm_dmesg_check [--all|--since-mark]: scan the kernel log for bugs, warnings,
 # oopses, lockdep/KASAN/UBSAN/kmemleak reports, lockups and hung tasks.
+# --all (the default) scans the whole log since boot.
 # Prints the offending lines; sets VM_DMESG_BAD to their number; returns 1
 # if there is any.
 vm_dmesg_check() {
@@ -57,7 +58,7 @@ vm_dmesg_check() {
 	if [ -e /sys/kernel/debug/kmemleak ]; then
 		echo scan >/sys/kernel/debug/kmemleak 2>/dev/null
 		sleep 1
-		cat /sys/kernel/debug/kmemleak 2>/dev/null | head -n 40
+		head -n 40 /sys/kernel/debug/kmemleak 2>/dev/null
 	fi
 	lines=$(dmesg | tail -n +"$((from + 1))" | grep -E "$VM_DMESG_BAD_RE")
 	if [ -z "$lines" ]; then

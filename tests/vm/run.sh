@@ -74,15 +74,19 @@ script=$(realpath "$script")
 
 t_start=$EPOCHREALTIME
 
+command -v qemu-system-x86_64 >/dev/null || {
+	echo "run.sh: SKIP: qemu-system-x86_64 missing (scripts/install-deps.sh)" >&2
+	exit 77
+}
+
 # --- kernel -----------------------------------------------------------------
 if [ -z "$kver" ]; then
-	for d in $(ls -1d /lib/modules/*/ 2>/dev/null | sort -rV); do
-		v=$(basename "$d")
+	while read -r v; do
 		if [ -r "/boot/vmlinuz-$v" ]; then
 			kver=$v
 			break
 		fi
-	done
+	done < <(find /lib/modules -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -rV)
 	[ -n "$kver" ] || die "no /lib/modules/VER with a matching /boot/vmlinuz-VER (apt-get install linux-image-amd64)"
 fi
 kernel=/boot/vmlinuz-$kver
@@ -174,6 +178,7 @@ fi
 # --- per-run dir, job file ------------------------------------------------------
 rundir=$(mktemp -d "$cache/run.XXXXXX")
 qpid=
+# shellcheck disable=SC2317 # invoked by the trap
 cleanup() {
 	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
 		kill -TERM "$qpid" 2>/dev/null || true
@@ -208,6 +213,7 @@ cmdline="console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init log_buf_len=4M"
 cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
 
+# shellcheck disable=SC2054 # commas are qemu option syntax
 qemu=(
 	qemu-system-x86_64 -accel tcg,thread=multi -machine pc -cpu max
 	-smp "$smp" -m "$mem" -nodefaults -no-reboot -no-user-config
@@ -249,6 +255,7 @@ while :; do
 		MBCF-VM-RESULT*) result=$line ;;
 		esac
 		[ "$in_dmesg" = 1 ] && continue
+		[ -n "$result" ] && [[ $line != MBCF-VM-RESULT* ]] && continue # poweroff noise
 		if [ "$quiet" = 0 ] || [[ $line != mbcf-vm:* ]]; then
 			printf '%s\n' "$line"
 		fi
