@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Control-path verbs: each is one uverbs command, so each only marshals
+ * and hands off to libibverbs' ibv_cmd_*(); the kernel checks arguments.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mbcf.h"
+
+int mbcf_verbs_query_device_ex(struct ibv_context *ibctx,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp = {};
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(ibctx, input, attr, attr_size,
+				       &resp, &resp_size);
+	if (ret)
+		return ret;
+
+	/* fw_ver is packed major.minor.sub in 16-bit fields. */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 32) & 0xffff,
+		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+int mbcf_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
+			  struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd = {};
+
+	return ibv_cmd_query_port(ibctx, port, attr, &cmd, sizeof(cmd));
+}
+
+struct ibv_pd *mbcf_verbs_alloc_pd(struct ibv_context *ibctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp = {};
+	struct ibv_alloc_pd cmd = {};
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+
+	ret = ibv_cmd_alloc_pd(ibctx, pd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+int mbcf_verbs_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+struct ibv_mr *mbcf_verbs_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+				 uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ibv_reg_mr cmd = {};
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+
+	ret = ibv_cmd_reg_mr(pd, addr, len, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+int mbcf_verbs_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
