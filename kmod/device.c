@@ -25,7 +25,7 @@ bool mbcf_device_port_active(const struct mbcf_dev *dev)
  */
 enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
 {
-	int payload = (int)READ_ONCE(dev->ndev->mtu) - MBCF_WIRE_HDR_LEN;
+	int payload = (int)READ_ONCE(dev->ndev->mtu) - MBCF_HDR_MAX;
 
 	if (payload > 2048)
 		return IB_MTU_4096;
@@ -120,7 +120,7 @@ int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
 
 	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK))
 		return -EINVAL;
-	if (ndev->mtu < MBCF_WIRE_HDR_LEN + 256)
+	if (ndev->mtu < MBCF_HDR_MAX + 256)
 		return -EINVAL;
 	dev = mbcf_main_get_by_netdev(ndev);
 	if (dev) {
