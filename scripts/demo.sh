@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
-exec tests/vm/run.sh --build build examples/demo-guest.sh
+exec tests/vm/run.sh --build build tests/vm/demo.sh
