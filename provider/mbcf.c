@@ -11,6 +11,14 @@
 
 #include "mbcf.h"
 
+static void mbcf_free_context(struct ibv_context *ibctx)
+{
+	struct mbcf_context *ctx = to_mctx(ibctx);
+
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
 static const struct verbs_context_ops mbcf_ctx_ops = {
 	.alloc_pd = mbcf_verbs_alloc_pd,
 	.create_cq = mbcf_cq_create,
@@ -19,6 +27,7 @@ static const struct verbs_context_ops mbcf_ctx_ops = {
 	.dereg_mr = mbcf_verbs_dereg_mr,
 	.destroy_cq = mbcf_cq_destroy,
 	.destroy_qp = mbcf_qp_destroy,
+	.free_context = mbcf_free_context,
 	.modify_qp = mbcf_qp_modify,
 	.poll_cq = mbcf_cq_poll,
 	.post_recv = mbcf_qp_post_recv,
@@ -71,14 +80,6 @@ err_uninit:
 	return NULL;
 }
 
-static void mbcf_free_context(struct ibv_context *ibctx)
-{
-	struct mbcf_context *ctx = to_mctx(ibctx);
-
-	verbs_uninit_context(&ctx->vctx);
-	free(ctx);
-}
-
 static struct verbs_device *mbcf_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 {
 	struct mbcf_device *dev;
@@ -111,7 +112,6 @@ static const struct verbs_device_ops mbcf_dev_ops = {
 	.alloc_device = mbcf_alloc_device,
 	.uninit_device = mbcf_uninit_device,
 	.alloc_context = mbcf_alloc_context,
-	.free_context = mbcf_free_context,
 };
 
 PROVIDER_DRIVER(mbcf, mbcf_dev_ops);
