@@ -192,6 +192,7 @@ function(_mbcf_rc_prepare)
 
   if(NOT _src)
     file(REMOVE "${_stamp}")
+    file(MAKE_DIRECTORY "${_rc_root}")
     _mbcf_rc_fetch(_src)
     if(NOT _src)
       set(MBCF_RDMA_CORE_ERROR "${MBCF_RDMA_CORE_ERROR}" PARENT_SCOPE)
