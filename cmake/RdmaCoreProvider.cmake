@@ -106,6 +106,7 @@ function(_mbcf_rc_fetch out_var)
     COMMAND "${MBCF_APT_GET}" source -q --only-source "rdma-core=${_want}"
     WORKING_DIRECTORY "${_fetch}"
     OUTPUT_FILE "${_rc_root}/fetch.log" ERROR_FILE "${_rc_root}/fetch.log"
+    TIMEOUT 600
     RESULT_VARIABLE _rv)
   set(_tree "${_fetch}/rdma-core-${MBCF_RDMA_CORE_REQUIRED_VERSION}")
   if(NOT _rv EQUAL 0 OR NOT EXISTS "${_tree}/CMakeLists.txt")

@@ -10,7 +10,11 @@
 #ifndef MBCF_PROVIDER_H
 #define MBCF_PROVIDER_H
 
+#include <assert.h>
+#include <stddef.h>
+
 #include <infiniband/driver.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 
 #include <rdma/mbcf-abi.h>
 
@@ -31,6 +35,9 @@ struct mbcf_get_context_resp {
 	struct ib_uverbs_get_context_resp ibv_resp;
 	struct mbcf_alloc_ucontext_resp drv;
 };
+static_assert(offsetof(struct mbcf_get_context_resp, drv) ==
+	      sizeof(struct ib_uverbs_get_context_resp),
+	      "driver data must follow the core response");
 
 static inline struct mbcf_context *to_mctx(struct ibv_context *ibctx)
 {
