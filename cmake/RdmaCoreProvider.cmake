@@ -178,16 +178,22 @@ set(_rc_needed
   kernel-abi/ib_user_verbs.h ccan/list.h util/util.h rdma/ib_user_verbs.h)
 
 function(_mbcf_rc_prepare)
+  set(_src "")
   set(MBCF_RDMA_CORE_FOUND FALSE PARENT_SCOPE)
   set(MBCF_RDMA_CORE_ERROR "" PARENT_SCOPE)
   string(SHA1 _key "${MBCF_RDMA_CORE_REQUIRED_VERSION};${MBCF_RDMA_CORE_SOURCE};${_rc_options};${CMAKE_C_COMPILER}")
   set(_stamp "${_rc_root}/ready.stamp")
   if(EXISTS "${_stamp}")
     file(STRINGS "${_stamp}" _st)
-    list(GET _st 0 _st_key)
-    list(GET _st 1 _st_src)
-    if(_st_key STREQUAL _key AND EXISTS "${_rc_build}/include/infiniband/driver.h")
-      set(_src "${_st_src}")
+    list(LENGTH _st _n)
+    if(_n EQUAL 2)
+      list(GET _st 0 _st_key)
+      list(GET _st 1 _st_src)
+      if(_st_key STREQUAL _key
+         AND EXISTS "${_rc_build}/include/infiniband/driver.h"
+         AND EXISTS "${_st_src}/buildlib/provider.map")
+        set(_src "${_st_src}")
+      endif()
     endif()
   endif()
 
