@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Frame codec: parse and build the MBCF header (docs/protocol.md section 2).
+ * Every field is validated here, before any other code sees the frame.
+ */
+#include <mbcf/core.h>
+
+enum codec_payload {
+	PL_NONE,	/* paylen must be 0 */
+	PL_DATA,	/* any paylen */
+};
+
+struct codec_op {
+	const char *name;
+	u8 hdr_len;
+	u8 payload;	/* enum codec_payload */
+	u8 flags;	/* flags allowed besides ACKREQ */
+};
+
+#define SEG_FLAGS (MBCF_F_FIRST | MBCF_F_LAST)
+
+static const struct codec_op codec_ops[MBCF_OP_MAX] = {
+	[MBCF_OP_WRITE]	      = { "WRITE", 36, PL_DATA, SEG_FLAGS },
+	[MBCF_OP_WRITE_IMM]   = { "WRITE_IMM", 44, PL_DATA,
+				  SEG_FLAGS | MBCF_F_SOLICITED },
+	[MBCF_OP_READ_REQ]    = { "READ_REQ", 40, PL_NONE, 0 },
+	[MBCF_OP_READ_RESP]   = { "READ_RESP", 32, PL_DATA, SEG_FLAGS },
+	[MBCF_OP_CMP_SWAP]    = { "CMP_SWAP", 56, PL_NONE, 0 },
+	[MBCF_OP_FETCH_ADD]   = { "FETCH_ADD", 48, PL_NONE, 0 },
+	[MBCF_OP_ATOMIC_RESP] = { "ATOMIC_RESP", 40, PL_NONE, 0 },
+	[MBCF_OP_SEND]	      = { "SEND", 28, PL_DATA,
+				  SEG_FLAGS | MBCF_F_SOLICITED },
+	[MBCF_OP_SEND_IMM]    = { "SEND_IMM", 32, PL_DATA,
+				  SEG_FLAGS | MBCF_F_SOLICITED },
+	[MBCF_OP_ACK]	      = { "ACK", 24, PL_NONE, 0 },
+	[MBCF_OP_LOST]	      = { "LOST", 24, PL_NONE, 0 },
+	[MBCF_OP_STOP]	      = { "STOP", 24, PL_NONE, 0 },
+	[MBCF_OP_GO]	      = { "GO", 24, PL_NONE, 0 },
+};
+
+static const struct codec_op *codec_op(u8 op)
+{
+	if (op >= MBCF_OP_MAX || !codec_ops[op].name)
+		return NULL;
+	return &codec_ops[op];
+}
+
+u32 mbcf_codec_hdr_len(u8 op)
+{
+	const struct codec_op *o = codec_op(op);
+
+	return o ? o->hdr_len : 0;
+}
+
+const char *mbcf_codec_op_name(u8 op)
+{
+	const struct codec_op *o = codec_op(op);
+
+	return o ? o->name : "UNKNOWN";
+}
+
+/* Largest paylen of one frame of `op` when mtu bytes follow Ethernet. */
+u32 mbcf_codec_max_payload(u32 mtu, u8 op)
+{
+	u32 hl = mbcf_codec_hdr_len(op);
+	u32 room;
+
+	if (!hl || mtu <= hl)
+		return 0;
+	room = mtu - hl;
+	return room > MBCF_MAX_PAYLEN ? MBCF_MAX_PAYLEN : room;
+}
+
+static void codec_parse_ext(const u8 *b, struct mbcf_frame *f)
+{
+	switch (f->op) {
+	case MBCF_OP_WRITE_IMM:
+		f->imm = mbcf_get_be32(b + MBCF_OFF_IMM);
+		f->len = mbcf_get_be32(b + MBCF_OFF_TOTAL_LEN);
+		mbcf_fallthrough;
+	case MBCF_OP_WRITE:
+		f->va = mbcf_get_be64(b + MBCF_OFF_VA);
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_RKEY);
+		break;
+	case MBCF_OP_READ_REQ:
+		f->va = mbcf_get_be64(b + MBCF_OFF_VA);
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_RKEY);
+		f->len = mbcf_get_be32(b + MBCF_OFF_LENGTH);
+		break;
+	case MBCF_OP_READ_RESP:
+		f->offset = mbcf_get_be32(b + MBCF_OFF_OFFSET);
+		f->req_psn = mbcf_get_be32(b + MBCF_OFF_RESP_PSN);
+		break;
+	case MBCF_OP_CMP_SWAP:
+		f->operand[1] = mbcf_get_be64(b + MBCF_OFF_OPERAND1);
+		mbcf_fallthrough;
+	case MBCF_OP_FETCH_ADD:
+		f->va = mbcf_get_be64(b + MBCF_OFF_VA);
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_RKEY);
+		f->operand[0] = mbcf_get_be64(b + MBCF_OFF_OPERAND0);
+		break;
+	case MBCF_OP_ATOMIC_RESP:
+		f->req_psn = mbcf_get_be32(b + MBCF_OFF_AT_REQ_PSN);
+		f->operand[0] = mbcf_get_be64(b + MBCF_OFF_ORIG);
+		break;
+	case MBCF_OP_SEND_IMM:
+		f->imm = mbcf_get_be32(b + MBCF_OFF_SEND_IMM);
+		mbcf_fallthrough;
+	case MBCF_OP_SEND:
+		f->offset = mbcf_get_be32(b + MBCF_OFF_OFFSET);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Field ranges that do not depend on connection state. */
+static bool codec_fields_ok(const struct mbcf_frame *f, const struct codec_op *o)
+{
+	u64 end;
+
+	if ((f->dst_qpn | f->src_qpn | f->psn | f->ack_psn) & ~MBCF_PSN_MASK)
+		return false;
+	if (f->flags & ~(o->flags | MBCF_F_ACKREQ))
+		return false;
+	if (f->status && (f->op != MBCF_OP_ACK || f->status > MBCF_ST_MAX))
+		return false;
+	if ((f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP) &&
+	    (f->req_psn & ~MBCF_PSN_MASK))
+		return false;
+	if (f->op == MBCF_OP_WRITE || f->op == MBCF_OP_WRITE_IMM) {
+		end = f->va + f->paylen;
+		if (end < f->va)
+			return false;
+	}
+	if (f->op == MBCF_OP_READ_REQ) {
+		end = f->va + f->len;
+		if (end < f->va || f->len > MBCF_MSG_MAX)
+			return false;
+	}
+	if (f->op == MBCF_OP_WRITE_IMM && (f->len > MBCF_MSG_MAX ||
+					   f->paylen > f->len))
+		return false;
+	if ((f->op == MBCF_OP_SEND || f->op == MBCF_OP_SEND_IMM ||
+	     f->op == MBCF_OP_READ_RESP) &&
+	    (u64)f->offset + f->paylen > MBCF_MSG_MAX)
+		return false;
+	return true;
+}
+
+static int codec_count(struct mbcf_counters *ctr, int err)
+{
+	if (!ctr)
+		return err;
+	switch (err) {
+	case MBCF_PARSE_TRUNCATED:
+		ctr->drop_truncated++;
+		break;
+	case MBCF_PARSE_BAD_VERSION:
+		ctr->drop_bad_version++;
+		break;
+	case MBCF_PARSE_BAD_OPCODE:
+		ctr->drop_bad_opcode++;
+		break;
+	case MBCF_PARSE_BAD_LENGTH:
+		ctr->drop_bad_length++;
+		break;
+	default:
+		ctr->drop_malformed++;
+		break;
+	}
+	return err;
+}
+
+/*
+ * Validate and decode one frame (the bytes after the Ethernet header).
+ * Returns MBCF_PARSE_OK and fills *f, or a negative verdict, counted in
+ * *ctr (may be NULL).  Nothing in *f may be used after a failure.
+ */
+int mbcf_codec_parse(const u8 *buf, u32 len, struct mbcf_frame *f,
+		     struct mbcf_counters *ctr)
+{
+	const struct codec_op *o;
+	u32 want;
+
+	if (len < MBCF_HDR_LEN)
+		return codec_count(ctr, MBCF_PARSE_TRUNCATED);
+	if (buf[MBCF_OFF_VERSION] != MBCF_WIRE_VERSION)
+		return codec_count(ctr, MBCF_PARSE_BAD_VERSION);
+	o = codec_op(buf[MBCF_OFF_OPCODE]);
+	if (!o)
+		return codec_count(ctr, MBCF_PARSE_BAD_OPCODE);
+	if (len < o->hdr_len)
+		return codec_count(ctr, MBCF_PARSE_TRUNCATED);
+
+	memset(f, 0, sizeof(*f));
+	f->op = buf[MBCF_OFF_OPCODE];
+	f->flags = buf[MBCF_OFF_FLAGS];
+	f->status = buf[MBCF_OFF_STATUS];
+	f->dst_qpn = mbcf_get_be32(buf + MBCF_OFF_DST_QPN);
+	f->src_qpn = mbcf_get_be32(buf + MBCF_OFF_SRC_QPN);
+	f->psn = mbcf_get_be32(buf + MBCF_OFF_PSN);
+	f->ack_psn = mbcf_get_be32(buf + MBCF_OFF_ACK_PSN);
+	f->paylen = mbcf_get_be16(buf + MBCF_OFF_PAYLEN);
+	f->hdr_len = o->hdr_len;
+
+	/* Only frames shorter than the Ethernet minimum may carry padding. */
+	want = o->hdr_len + f->paylen;
+	if (len < want)
+		return codec_count(ctr, MBCF_PARSE_TRUNCATED);
+	if (len > want && len > MBCF_ETH_MIN_PAYLOAD)
+		return codec_count(ctr, MBCF_PARSE_BAD_LENGTH);
+	if (o->payload == PL_NONE && f->paylen)
+		return codec_count(ctr, MBCF_PARSE_BAD_LENGTH);
+	if (mbcf_get_be16(buf + MBCF_OFF_RSVD))
+		return codec_count(ctr, MBCF_PARSE_MALFORMED);
+
+	codec_parse_ext(buf, f);
+	if (!codec_fields_ok(f, o))
+		return codec_count(ctr, MBCF_PARSE_MALFORMED);
+	f->payload = buf + o->hdr_len;
+	return MBCF_PARSE_OK;
+}
+
+static void codec_build_ext(const struct mbcf_frame *f, u8 *b)
+{
+	switch (f->op) {
+	case MBCF_OP_WRITE_IMM:
+		mbcf_put_be32(b + MBCF_OFF_IMM, f->imm);
+		mbcf_put_be32(b + MBCF_OFF_TOTAL_LEN, f->len);
+		mbcf_fallthrough;
+	case MBCF_OP_WRITE:
+		mbcf_put_be64(b + MBCF_OFF_VA, f->va);
+		mbcf_put_be32(b + MBCF_OFF_RKEY, f->rkey);
+		break;
+	case MBCF_OP_READ_REQ:
+		mbcf_put_be64(b + MBCF_OFF_VA, f->va);
+		mbcf_put_be32(b + MBCF_OFF_RKEY, f->rkey);
+		mbcf_put_be32(b + MBCF_OFF_LENGTH, f->len);
+		break;
+	case MBCF_OP_READ_RESP:
+		mbcf_put_be32(b + MBCF_OFF_OFFSET, f->offset);
+		mbcf_put_be32(b + MBCF_OFF_RESP_PSN, f->req_psn);
+		break;
+	case MBCF_OP_CMP_SWAP:
+		mbcf_put_be64(b + MBCF_OFF_OPERAND1, f->operand[1]);
+		mbcf_fallthrough;
+	case MBCF_OP_FETCH_ADD:
+		mbcf_put_be64(b + MBCF_OFF_VA, f->va);
+		mbcf_put_be32(b + MBCF_OFF_RKEY, f->rkey);
+		mbcf_put_be32(b + MBCF_OFF_RKEY + 4, 0);
+		mbcf_put_be64(b + MBCF_OFF_OPERAND0, f->operand[0]);
+		break;
+	case MBCF_OP_ATOMIC_RESP:
+		mbcf_put_be32(b + MBCF_OFF_AT_REQ_PSN, f->req_psn);
+		mbcf_put_be32(b + MBCF_OFF_AT_REQ_PSN + 4, 0);
+		mbcf_put_be64(b + MBCF_OFF_ORIG, f->operand[0]);
+		break;
+	case MBCF_OP_SEND_IMM:
+		mbcf_put_be32(b + MBCF_OFF_SEND_IMM, f->imm);
+		mbcf_fallthrough;
+	case MBCF_OP_SEND:
+		mbcf_put_be32(b + MBCF_OFF_OFFSET, f->offset);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Write the header for *f into hdr (MBCF_HDR_MAX bytes of room); returns its
+ * length, 0 for an unknown opcode.  The payload (f->paylen bytes) is the
+ * environment's to append; f->payload is not read.
+ */
+u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr)
+{
+	const struct codec_op *o = codec_op(f->op);
+
+	if (!o)
+		return 0;
+	hdr[MBCF_OFF_VERSION] = MBCF_WIRE_VERSION;
+	hdr[MBCF_OFF_OPCODE] = f->op;
+	hdr[MBCF_OFF_FLAGS] = f->flags;
+	hdr[MBCF_OFF_STATUS] = f->status;
+	mbcf_put_be32(hdr + MBCF_OFF_DST_QPN, f->dst_qpn & MBCF_QPN_MASK);
+	mbcf_put_be32(hdr + MBCF_OFF_SRC_QPN, f->src_qpn & MBCF_QPN_MASK);
+	mbcf_put_be32(hdr + MBCF_OFF_PSN, f->psn & MBCF_PSN_MASK);
+	mbcf_put_be32(hdr + MBCF_OFF_ACK_PSN, f->ack_psn & MBCF_PSN_MASK);
+	mbcf_put_be16(hdr + MBCF_OFF_PAYLEN, (u16)f->paylen);
+	mbcf_put_be16(hdr + MBCF_OFF_RSVD, 0);
+	codec_build_ext(f, hdr);
+	return o->hdr_len;
+}

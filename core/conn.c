@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Connection lifecycle and the public entry points.  Every entry point ends
+ * in conn_settle(): push what the window allows, send an owed ACK, re-arm
+ * the single timer.  docs/protocol.md sections 6 and 8.
+ */
+#include "internal.h"
+
+static const char *const conn_state_names[] = {
+	[MBCF_CONN_RESET] = "RESET",
+	[MBCF_CONN_RTS] = "RTS",
+	[MBCF_CONN_ERROR] = "ERROR",
+};
+
+const char *mbcf_conn_state_name(u8 state)
+{
+	return state <= MBCF_CONN_ERROR ? conn_state_names[state] : "?";
+}
+
+u8 mbcf_conn_wc_from_status(u8 status)
+{
+	switch (status) {
+	case MBCF_ST_OK:
+		return MBCF_WC_SUCCESS;
+	case MBCF_ST_REMOTE_ACCESS_ERROR:
+		return MBCF_WC_REM_ACCESS_ERR;
+	case MBCF_ST_REMOTE_INVALID_REQUEST:
+		return MBCF_WC_REM_INV_REQ_ERR;
+	default:
+		return MBCF_WC_REM_OP_ERR;
+	}
+}
+
+/*
+ * Send-ahead window from the link: one bandwidth x 200 us of frames.  Too
+ * small starves fast links (MBCF/Linux reached 600 MB/s on 100GbE); too big
+ * overruns slow ones, where every loss costs a go-back of the whole window.
+ * GbE/1500: 16 frames, 10GbE: 166, 100GbE: 1666 (the paper's 100x).
+ */
+u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu)
+{
+	u32 frames;
+
+	if (!mtu)
+		mtu = 1500;
+	if (!link_mbps)
+		link_mbps = 1000;
+	if (link_mbps > 1000000)
+		link_mbps = 1000000;
+	/* Mbit/s * 200 us / 8 = bytes in flight */
+	frames = link_mbps * 25 / mtu;
+	if (frames < MBCF_WINDOW_MIN * 4)
+		frames = MBCF_WINDOW_MIN * 4;
+	return frames > 4096 ? 4096 : frames;
+}
+
+static bool conn_pow2(u32 n)
+{
+	return n && !(n & (n - 1));
+}
+
+static int conn_check(const struct mbcf_conn_cfg *cfg, const struct mbcf_ops *ops,
+		      u32 req_size, u32 resp_size)
+{
+	if (!ops->xmit || !ops->target_write || !ops->target_check_read ||
+	    !ops->target_atomic || !ops->recv_claim || !ops->recv_write ||
+	    !ops->resp_data || !ops->complete || !ops->timer || !ops->error)
+		return MBCF_POST_INVAL;
+	if (!conn_pow2(req_size) || !conn_pow2(resp_size) ||
+	    req_size > (1u << 20) || resp_size > (1u << 20))
+		return MBCF_POST_INVAL;
+	if (cfg->mtu < MBCF_MTU_MIN || cfg->retry_cnt > 7 || cfg->rnr_retry > 7)
+		return MBCF_POST_INVAL;
+	if (!cfg->max_rd_atomic || !cfg->max_dest_rd_atomic ||
+	    cfg->max_dest_rd_atomic > resp_size || !cfg->rto_ns)
+		return MBCF_POST_INVAL;
+	return MBCF_POST_OK;
+}
+
+int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
+		   const struct mbcf_ops *ops, void *env,
+		   struct mbcf_msg *req_ring, u32 req_size,
+		   struct mbcf_msg *resp_ring, u32 resp_size)
+{
+	int err = conn_check(cfg, ops, req_size, resp_size);
+
+	if (err)
+		return err;
+	memset(c, 0, sizeof(*c));
+	c->ops = ops;
+	c->env = env;
+	c->cfg = *cfg;
+	c->cfg.local_qpn &= MBCF_QPN_MASK;
+	c->cfg.remote_qpn &= MBCF_QPN_MASK;
+	if (c->cfg.mtu > MBCF_MAX_PAYLEN)
+		c->cfg.mtu = MBCF_MAX_PAYLEN;
+	if (!c->cfg.window)
+		c->cfg.window = mbcf_conn_window_from_link(cfg->link_mbps,
+							   c->cfg.mtu);
+	if (c->cfg.window < MBCF_WINDOW_MIN)
+		c->cfg.window = MBCF_WINDOW_MIN;
+	if (c->cfg.window > MBCF_WINDOW_MAX)
+		c->cfg.window = MBCF_WINDOW_MAX;
+	if (!c->cfg.rto_max_ns || c->cfg.rto_max_ns < c->cfg.rto_ns)
+		c->cfg.rto_max_ns = c->cfg.rto_ns * 64;
+	c->req.m = req_ring;
+	c->req.mask = req_size - 1;
+	c->resp.m = resp_ring;
+	c->resp.mask = resp_size - 1;
+	c->snd_una = c->snd_nxt = c->snd_max = cfg->sq_psn & MBCF_PSN_MASK;
+	c->rcv_nxt = cfg->rq_psn & MBCF_PSN_MASK;
+	c->retry_left = cfg->retry_cnt;
+	c->rnr_left = cfg->rnr_retry;
+	c->rto_cur = cfg->rto_ns;
+	c->state = MBCF_CONN_RTS;
+	return MBCF_POST_OK;
+}
+
+static void conn_timer_update(struct mbcf_conn *c)
+{
+	u64 at = 0;
+
+	if (c->state == MBCF_CONN_RTS)
+		at = c->stopped ? c->rnr_at : c->rto_at;
+	if (at != c->timer_at) {
+		c->timer_at = at;
+		c->ops->timer(c->env, at);
+	}
+}
+
+static void conn_settle(struct mbcf_conn *c, u64 now)
+{
+	if (c->state == MBCF_CONN_RTS) {
+		mbcf_send_push(c, now);
+		if (c->ack_due)
+			mbcf_send_control(c, MBCF_OP_ACK, 0);
+	}
+	if (c->tx_unflushed) {
+		c->tx_unflushed = false;
+		if (c->ops->xmit_flush)
+			c->ops->xmit_flush(c->env);
+	}
+	conn_timer_update(c);
+}
+
+/* Fatal for the connection (verbs: QP to error); see send_flush for order. */
+void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
+			   u8 wc_status)
+{
+	if (c->state != MBCF_CONN_RTS)
+		return;
+	c->state = MBCF_CONN_ERROR;
+	mbcf_send_flush(c, psn_valid, psn, wc_status);
+	mbcf_recv_flush(c);
+	c->ack_due = false;
+	c->ops->error(c->env, wc_status);
+}
+
+/* Queue one work request and send what the window allows. */
+int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now)
+{
+	int err;
+
+	if (c->state != MBCF_CONN_RTS)
+		return MBCF_POST_STATE;
+	err = mbcf_send_enqueue(c, wr);
+	if (!err)
+		conn_settle(c, now);
+	return err;
+}
+
+/* One parsed frame whose dst_qpn selected this connection. */
+void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
+{
+	mbcf_recv_frame(c, f, now);
+	conn_settle(c, now);
+}
+
+/* The environment's timer fired (early or spurious calls are harmless). */
+void mbcf_conn_timeout(struct mbcf_conn *c, u64 now)
+{
+	c->timer_at = 0;
+	if (c->state == MBCF_CONN_RTS)
+		mbcf_send_timeout(c, now);
+	conn_settle(c, now);
+}
+
+/* A receive was posted; if we had said STOP, say GO. */
+void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now)
+{
+	mbcf_recv_posted(c);
+	conn_settle(c, now);
+}
+
+/* xmit can take frames again after returning busy. */
+void mbcf_conn_kick(struct mbcf_conn *c, u64 now)
+{
+	c->tx_busy = false;
+	conn_settle(c, now);
+}
+
+/*
+ * Reset/destroy: complete everything still outstanding with FLUSH, cancel
+ * the timer.  The conn may be re-initialised afterwards.
+ */
+void mbcf_conn_flush(struct mbcf_conn *c)
+{
+	if (c->state == MBCF_CONN_RTS) {
+		c->state = MBCF_CONN_ERROR;
+		mbcf_send_flush(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
+		mbcf_recv_flush(c);
+	}
+	c->state = MBCF_CONN_RESET;
+	conn_timer_update(c);
+}
+
+/* Requests posted and not yet completed. */
+u32 mbcf_conn_outstanding(const struct mbcf_conn *c)
+{
+	return c->req.tail - c->req.head;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Shared between the core sources only; the environment sees include/mbcf/core.h. */
+#ifndef MBCF_CORE_INTERNAL_H
+#define MBCF_CORE_INTERNAL_H
+
+#include <mbcf/core.h>
+#include <mbcf/seq.h>
+
+/* struct mbcf_msg.flags */
+#define MBCF_MSG_RD		0x01	/* started read/atomic, counted in rd_out */
+#define MBCF_MSG_GOT_RESP	0x02	/* read/atomic response fully received */
+#define MBCF_MSG_SOLICITED	0x04
+#define MBCF_MSG_ACKED		0x08	/* every frame acknowledged */
+
+/* mbcf_recv handler verdicts besides enum mbcf_status (> 0 = NAK). */
+#define MBCF_RX_ACCEPT		0
+#define MBCF_RX_RNR		(-1)	/* no receive posted: STOP */
+#define MBCF_RX_DROP		(-2)	/* not acceptable, not fatal */
+
+static inline struct mbcf_msg *mbcf_ring_at(const struct mbcf_ring *r, u32 i)
+{
+	return &r->m[i & r->mask];
+}
+
+static inline bool mbcf_op_is_rd(u8 op)
+{
+	return op == MBCF_OP_READ_REQ || op == MBCF_OP_CMP_SWAP ||
+	       op == MBCF_OP_FETCH_ADD;
+}
+
+/* conn.c */
+void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
+			   u8 wc_status);
+u8 mbcf_conn_wc_from_status(u8 status);
+
+/* send.c */
+int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr);
+void mbcf_send_push(struct mbcf_conn *c, u64 now);
+bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now);
+void mbcf_send_complete(struct mbcf_conn *c);
+void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status);
+void mbcf_send_lost(struct mbcf_conn *c, u32 psn);
+void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now);
+void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now);
+void mbcf_send_timeout(struct mbcf_conn *c, u64 now);
+void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc);
+struct mbcf_msg *mbcf_send_respond(struct mbcf_conn *c, u8 op, u32 req_psn,
+				    u32 len);
+struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c);
+
+/* recv.c */
+void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
+void mbcf_recv_posted(struct mbcf_conn *c);
+void mbcf_recv_flush(struct mbcf_conn *c);
+
+#endif /* MBCF_CORE_INTERNAL_H */

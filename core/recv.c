@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Receiver side of a connection: in-order acceptance of the peer's stream,
+ * LOST/STOP/GO, duplicate handling, and the operations at the target
+ * (responder) and at the requester (responses).  docs/protocol.md
+ * sections 5, 7 and 9.  Only frames that passed mbcf_codec_parse get here.
+ */
+#include "internal.h"
+
+static void recv_complete(struct mbcf_conn *c, u8 op, u8 st, u32 byte_len,
+			  const struct mbcf_frame *f)
+{
+	struct mbcf_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.cookie = c->rx_cookie;
+	cqe.op = op;
+	cqe.status = st;
+	cqe.byte_len = byte_len;
+	cqe.flags = MBCF_CQE_RECV;
+	if (f && (f->op == MBCF_OP_SEND_IMM || f->op == MBCF_OP_WRITE_IMM)) {
+		cqe.imm = f->imm;
+		cqe.flags |= MBCF_CQE_IMM;
+	}
+	if (f && (f->flags & MBCF_F_SOLICITED))
+		cqe.flags |= MBCF_CQE_SOLICITED;
+	c->rx_claimed = false;
+	c->ctr.recv_completions++;
+	c->ops->complete(c->env, &cqe);
+}
+
+/* Claim a posted receive for the message starting now (once). */
+static bool recv_claim(struct mbcf_conn *c)
+{
+	if (c->rx_claimed)
+		return true;
+	if (c->ops->recv_claim(c->env, &c->rx_cookie, &c->rx_cap))
+		return false;
+	c->rx_claimed = true;
+	c->rx_off = 0;
+	return true;
+}
+
+/* FIRST/LAST must bracket each segmented message (section 2.4). */
+static int recv_segment(const struct mbcf_conn *c, const struct mbcf_frame *f,
+			u8 kind)
+{
+	bool first = f->flags & MBCF_F_FIRST;
+
+	if (first != (c->rx_msg == 0))
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (!first && c->rx_msg != kind)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	return MBCF_RX_ACCEPT;
+}
+
+static void recv_segment_done(struct mbcf_conn *c, const struct mbcf_frame *f,
+			      u8 kind)
+{
+	c->rx_msg = f->flags & MBCF_F_LAST ? 0 : kind;
+}
+
+static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	bool imm = f->op == MBCF_OP_WRITE_IMM;
+	int st = recv_segment(c, f, MBCF_OP_WRITE);
+
+	if (st)
+		return st;
+	if (imm && !(f->flags & MBCF_F_LAST))
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	/* claim before writing: a STOP must leave nothing half done */
+	if (imm && !recv_claim(c))
+		return MBCF_RX_RNR;
+	if (f->paylen) {
+		st = c->ops->target_write(c->env, f->rkey, f->va, f->payload,
+					  f->paylen);
+		if (st)
+			return st;
+	}
+	recv_segment_done(c, f, MBCF_OP_WRITE);
+	if (imm)
+		recv_complete(c, MBCF_OP_WRITE_IMM, MBCF_WC_SUCCESS, f->len, f);
+	return MBCF_RX_ACCEPT;
+}
+
+static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	int st = recv_segment(c, f, MBCF_OP_SEND);
+
+	if (st)
+		return st;
+	if ((f->flags & MBCF_F_FIRST) && !recv_claim(c))
+		return MBCF_RX_RNR;
+	if (!c->rx_claimed || f->offset != c->rx_off)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (f->paylen > c->rx_cap - c->rx_off) {
+		recv_complete(c, f->op, MBCF_WC_LOC_LEN_ERR, c->rx_off, NULL);
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	}
+	if (f->paylen)
+		c->ops->recv_write(c->env, c->rx_cookie, c->rx_off, f->payload,
+				   f->paylen);
+	c->rx_off += f->paylen;
+	recv_segment_done(c, f, MBCF_OP_SEND);
+	if (f->flags & MBCF_F_LAST)
+		recv_complete(c, f->op, MBCF_WC_SUCCESS, c->rx_off, f);
+	return MBCF_RX_ACCEPT;
+}
+
+static int recv_read_req(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	struct mbcf_msg *m;
+	int st;
+
+	if (c->rx_msg)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (c->resp.tail - c->resp.head >= c->cfg.max_dest_rd_atomic)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (f->len) {
+		st = c->ops->target_check_read(c->env, f->rkey, f->va, f->len);
+		if (st)
+			return st;
+	}
+	m = mbcf_send_respond(c, MBCF_OP_READ_RESP, f->psn, f->len);
+	m->raddr = f->va;
+	m->rkey = f->rkey;
+	return MBCF_RX_ACCEPT;
+}
+
+static int recv_atomic(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	struct mbcf_msg *m;
+	u64 orig = 0;
+	int st;
+
+	if (c->rx_msg)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (c->resp.tail - c->resp.head >= c->cfg.max_dest_rd_atomic)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (f->va & 7)
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	st = c->ops->target_atomic(c->env, f->op, f->rkey, f->va,
+				   f->operand[0], f->operand[1], &orig);
+	if (st)
+		return st;
+	/* the response descriptor is the duplicate cache: it keeps orig */
+	m = mbcf_send_respond(c, MBCF_OP_ATOMIC_RESP, f->psn, 0);
+	m->operand[0] = orig;
+	return MBCF_RX_ACCEPT;
+}
+
+/* Requester side: data for our oldest outstanding read. */
+static int recv_read_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	struct mbcf_msg *m = mbcf_send_pending_rd(c);
+	bool last;
+
+	if (!m || m->op != MBCF_OP_READ_REQ || f->req_psn != m->first_psn ||
+	    f->offset != m->rcvd || f->paylen > m->len - m->rcvd)
+		return MBCF_RX_DROP;
+	last = f->offset + f->paylen == m->len;
+	if (!(f->flags & MBCF_F_FIRST) != !!f->offset ||
+	    !(f->flags & MBCF_F_LAST) != !last)
+		return MBCF_RX_DROP;
+	if (f->paylen && c->ops->resp_data(c->env, m->cookie, f->offset,
+					   f->payload, f->paylen))
+		m->status = MBCF_WC_LOC_PROT_ERR;
+	m->rcvd += f->paylen;
+	if (last)
+		m->flags |= MBCF_MSG_GOT_RESP;
+	return MBCF_RX_ACCEPT;
+}
+
+static int recv_atomic_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	struct mbcf_msg *m = mbcf_send_pending_rd(c);
+	u64 orig = f->operand[0];
+
+	if (!m || m->op == MBCF_OP_READ_REQ || f->req_psn != m->first_psn)
+		return MBCF_RX_DROP;
+	/* host order, as the target's memory held it */
+	if (c->ops->resp_data(c->env, m->cookie, 0, (const u8 *)&orig, 8))
+		m->status = MBCF_WC_LOC_PROT_ERR;
+	m->flags |= MBCF_MSG_GOT_RESP;
+	return MBCF_RX_ACCEPT;
+}
+
+typedef int (*recv_handler)(struct mbcf_conn *c, const struct mbcf_frame *f);
+
+static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
+	[MBCF_OP_WRITE]		= recv_write,
+	[MBCF_OP_WRITE_IMM]	= recv_write,
+	[MBCF_OP_READ_REQ]	= recv_read_req,
+	[MBCF_OP_READ_RESP]	= recv_read_resp,
+	[MBCF_OP_CMP_SWAP]	= recv_atomic,
+	[MBCF_OP_FETCH_ADD]	= recv_atomic,
+	[MBCF_OP_ATOMIC_RESP]	= recv_atomic_resp,
+	[MBCF_OP_SEND]		= recv_send,
+	[MBCF_OP_SEND_IMM]	= recv_send,
+};
+
+/* psn != rcv_nxt: a duplicate is re-acked, a gap is reported once. */
+static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	if (mbcf_seq_lt(f->psn, c->rcv_nxt)) {
+		c->ctr.drop_duplicate++;
+		if ((f->flags & MBCF_F_ACKREQ) || !c->dup_acked) {
+			c->dup_acked = true;
+			c->ack_due = true;
+		}
+		return;
+	}
+	c->ctr.drop_out_of_seq++;
+	if (!c->lost_sent && !c->stop_sent) {
+		c->lost_sent = true;
+		mbcf_send_control(c, MBCF_OP_LOST, 0);
+	}
+}
+
+static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	c->rcv_nxt = mbcf_seq_add(c->rcv_nxt, 1);
+	c->lost_sent = false;
+	c->stop_sent = false;
+	c->dup_acked = false;
+	c->ctr.rx_bytes += f->paylen;
+	if (f->flags & MBCF_F_ACKREQ)
+		c->ack_due = true;
+	if (f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP)
+		mbcf_send_complete(c);
+}
+
+static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	recv_handler h = recv_handlers[f->op];
+	int st;
+
+	if (f->psn != c->rcv_nxt) {
+		recv_unexpected(c, f);
+		return;
+	}
+	st = h ? h(c, f) : MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (st == MBCF_RX_ACCEPT) {
+		recv_accept(c, f);
+	} else if (st == MBCF_RX_RNR) {
+		/* every retry of psn gets its STOP: the last one may be lost */
+		c->ctr.drop_stopped++;
+		c->stop_sent = true;
+		mbcf_send_control(c, MBCF_OP_STOP, 0);
+	} else if (st == MBCF_RX_DROP) {
+		c->ctr.drop_bad_resp++;
+	} else {
+		c->nak_status = (u8)st;
+		c->ctr.remote_errors++;
+		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
+		mbcf_conn_enter_error(c, false, 0, mbcf_conn_wc_from_status((u8)st));
+	}
+}
+
+static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
+			 u64 now)
+{
+	switch (f->op) {
+	case MBCF_OP_ACK:
+		if (!f->status) {
+			c->ctr.acks_rx++;
+			break;
+		}
+		c->ctr.naks_rx++;
+		mbcf_conn_enter_error(c, true, f->ack_psn,
+				      mbcf_conn_wc_from_status(f->status));
+		break;
+	case MBCF_OP_LOST:
+		c->ctr.lost_rx++;
+		mbcf_send_lost(c, f->ack_psn);
+		break;
+	case MBCF_OP_STOP:
+		c->ctr.stop_rx++;
+		mbcf_send_stop(c, f->ack_psn, now);
+		break;
+	case MBCF_OP_GO:
+		c->ctr.go_rx++;
+		mbcf_send_go(c, f->ack_psn, now);
+		break;
+	default:
+		break;
+	}
+}
+
+/* After an error we execute nothing; our NAK is repeated to retries. */
+static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	c->ctr.drop_error_state++;
+	if (c->state == MBCF_CONN_ERROR && c->nak_status &&
+	    mbcf_wire_op_sequenced(f->op) && f->psn == c->rcv_nxt)
+		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
+}
+
+void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
+{
+	c->ctr.rx_frames++;
+	if (f->dst_qpn != c->cfg.local_qpn || f->src_qpn != c->cfg.remote_qpn) {
+		c->ctr.drop_wrong_qp++;
+		return;
+	}
+	if (c->state != MBCF_CONN_RTS) {
+		recv_in_error(c, f);
+		return;
+	}
+	if (!mbcf_send_ack(c, f->ack_psn, now)) {
+		c->ctr.drop_bad_ack++;
+		return;
+	}
+	if (c->state != MBCF_CONN_RTS)
+		return;
+	if (mbcf_wire_op_sequenced(f->op))
+		recv_sequenced(c, f);
+	else
+		recv_control(c, f, now);
+}
+
+/* A receive was posted: lift our STOP. */
+void mbcf_recv_posted(struct mbcf_conn *c)
+{
+	if (c->state != MBCF_CONN_RTS || !c->stop_sent)
+		return;
+	c->stop_sent = false;
+	mbcf_send_control(c, MBCF_OP_GO, 0);
+}
+
+/* A receive claimed by a message that will never finish is flushed. */
+void mbcf_recv_flush(struct mbcf_conn *c)
+{
+	if (c->rx_claimed)
+		recv_complete(c, c->rx_msg ? c->rx_msg : MBCF_OP_SEND,
+			      MBCF_WC_WR_FLUSH_ERR, c->rx_off, NULL);
+	c->rx_msg = 0;
+}

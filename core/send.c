@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Sender side of a connection: our stream of sequenced frames, built on
+ * demand from message descriptors (no frame is ever copied or kept), go-back-N
+ * retransmission, acknowledgement processing and requester completions.
+ * docs/protocol.md sections 4, 6 and 7.
+ */
+#include "internal.h"
+
+static u32 send_seg(const struct mbcf_conn *c, u8 op)
+{
+	return mbcf_codec_max_payload(c->cfg.mtu, op);
+}
+
+static bool send_has_data(u8 op)
+{
+	return op == MBCF_OP_WRITE || op == MBCF_OP_WRITE_IMM ||
+	       op == MBCF_OP_SEND || op == MBCF_OP_SEND_IMM ||
+	       op == MBCF_OP_READ_RESP;
+}
+
+/* Frames a message of len bytes needs: at least one, even when empty. */
+static u32 send_nframes(u32 len, u32 seg)
+{
+	if (!len || !seg)
+		return 1;
+	return len / seg + (len % seg ? 1 : 0);
+}
+
+static void send_init_msg(struct mbcf_conn *c, struct mbcf_msg *m, u8 op,
+			  u32 len)
+{
+	memset(m, 0, sizeof(*m));
+	m->op = op;
+	m->len = len;
+	m->seg = send_has_data(op) ? send_seg(c, op) : 0;
+	m->nframes = send_has_data(op) ? send_nframes(len, m->seg) : 1;
+}
+
+int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
+{
+	struct mbcf_msg *m;
+	bool atomic = wr->op == MBCF_OP_CMP_SWAP || wr->op == MBCF_OP_FETCH_ADD;
+
+	if (!send_has_data(wr->op) && wr->op != MBCF_OP_READ_REQ && !atomic)
+		return MBCF_POST_INVAL;
+	if (wr->op == MBCF_OP_READ_RESP || wr->len > MBCF_MSG_MAX ||
+	    (wr->flags & ~MBCF_F_SOLICITED))
+		return MBCF_POST_INVAL;
+	if (c->req.tail - c->req.head > c->req.mask)
+		return MBCF_POST_FULL;
+
+	m = mbcf_ring_at(&c->req, c->req.tail);
+	send_init_msg(c, m, wr->op, atomic ? 8 : wr->len);
+	/* psn distances inside one message must stay far below 2^23 */
+	if (m->nframes > (1u << 22))
+		return MBCF_POST_INVAL;
+	m->cookie = wr->cookie;
+	m->raddr = wr->raddr;
+	m->rkey = wr->rkey;
+	m->imm = wr->imm;
+	m->operand[0] = wr->swap_add;
+	m->operand[1] = wr->compare;
+	if (wr->flags & MBCF_F_SOLICITED)
+		m->flags |= MBCF_MSG_SOLICITED;
+	c->req.tail++;
+	return MBCF_POST_OK;
+}
+
+/* Queue a response (READ_RESP or ATOMIC_RESP) in our stream. */
+struct mbcf_msg *mbcf_send_respond(struct mbcf_conn *c, u8 op, u32 req_psn,
+				    u32 len)
+{
+	struct mbcf_msg *m;
+
+	if (c->resp.tail - c->resp.head >= c->cfg.max_dest_rd_atomic)
+		return NULL;
+	m = mbcf_ring_at(&c->resp, c->resp.tail++);
+	send_init_msg(c, m, op, len);
+	m->req_psn = req_psn;
+	return m;
+}
+
+static bool send_rd_gate_open(const struct mbcf_conn *c)
+{
+	return c->rd_out < c->cfg.max_rd_atomic;
+}
+
+/*
+ * The next message to start.  Responses go first: they are never gated, so
+ * reads in both directions cannot deadlock on each other's max_rd_atomic.
+ */
+static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
+{
+	struct mbcf_msg *m;
+
+	if (c->resp.next != c->resp.tail) {
+		m = mbcf_ring_at(&c->resp, c->resp.next);
+		if (!peek)
+			c->resp.next++;
+		return m;
+	}
+	if (c->req.next == c->req.tail)
+		return NULL;
+	m = mbcf_ring_at(&c->req, c->req.next);
+	if (mbcf_op_is_rd(m->op)) {
+		if (!send_rd_gate_open(c))
+			return NULL;
+		if (!peek) {
+			m->flags |= MBCF_MSG_RD;
+			c->rd_out++;
+		}
+	}
+	if (!peek)
+		c->req.next++;
+	return m;
+}
+
+static struct mbcf_msg *send_find_in(const struct mbcf_ring *r, u32 psn)
+{
+	u32 i;
+
+	for (i = r->head; i != r->next; i++) {
+		struct mbcf_msg *m = mbcf_ring_at(r, i);
+
+		if (mbcf_seq_in(psn, m->first_psn, m->nframes))
+			return m;
+	}
+	return NULL;
+}
+
+/* The started message that owns an unacknowledged psn (retransmission). */
+static struct mbcf_msg *send_find(const struct mbcf_conn *c, u32 psn)
+{
+	struct mbcf_msg *m = send_find_in(&c->req, psn);
+
+	return m ? m : send_find_in(&c->resp, psn);
+}
+
+/* Could another frame follow the one at snd_nxt in this burst? */
+static bool send_more_after(struct mbcf_conn *c)
+{
+	u32 after = mbcf_seq_add(c->snd_nxt, 1);
+
+	if (after != c->snd_max && c->snd_nxt != c->snd_max)
+		return true;
+	if (c->cur && mbcf_seq_in(after, c->cur->first_psn, c->cur->nframes))
+		return true;
+	return send_pick(c, true) != NULL;
+}
+
+/* docs/protocol.md 6.1: when the sender asks for an acknowledgement. */
+static u8 send_ackreq(struct mbcf_conn *c)
+{
+	u32 every = c->cfg.ack_interval ? c->cfg.ack_interval : c->cfg.window / 2;
+	s32 inflight = mbcf_seq_diff(c->snd_nxt, c->snd_una) + 1;
+
+	if (c->since_ackreq + 1 >= every || (u32)inflight >= c->cfg.window)
+		return MBCF_F_ACKREQ;
+	return send_more_after(c) ? 0 : MBCF_F_ACKREQ;
+}
+
+static void send_fill_data(const struct mbcf_msg *m, u32 off,
+			   struct mbcf_frame *f, struct mbcf_payload *pl)
+{
+	u32 left = m->len - off;
+
+	f->paylen = left < m->seg ? left : m->seg;
+	pl->len = f->paylen;
+	if (m->op == MBCF_OP_READ_RESP) {
+		pl->kind = f->paylen ? MBCF_PL_TARGET : MBCF_PL_NONE;
+		pl->va = m->raddr + off;
+		pl->rkey = m->rkey;
+	} else {
+		pl->kind = f->paylen ? MBCF_PL_WR : MBCF_PL_NONE;
+		pl->cookie = m->cookie;
+		pl->offset = off;
+	}
+}
+
+static void send_fill_ext(const struct mbcf_msg *m, u32 i, u32 off,
+			  struct mbcf_frame *f)
+{
+	switch (m->op) {
+	case MBCF_OP_WRITE_IMM:
+		/* only the last segment carries the immediate */
+		if (i + 1 < m->nframes)
+			f->op = MBCF_OP_WRITE;
+		f->imm = m->imm;
+		f->len = m->len;
+		mbcf_fallthrough;
+	case MBCF_OP_WRITE:
+		f->va = m->raddr + off;
+		f->rkey = m->rkey;
+		break;
+	case MBCF_OP_READ_REQ:
+		f->va = m->raddr;
+		f->rkey = m->rkey;
+		f->len = m->len;
+		break;
+	case MBCF_OP_CMP_SWAP:
+	case MBCF_OP_FETCH_ADD:
+		f->va = m->raddr;
+		f->rkey = m->rkey;
+		f->operand[0] = m->operand[0];
+		f->operand[1] = m->operand[1];
+		break;
+	case MBCF_OP_ATOMIC_RESP:
+		f->operand[0] = m->operand[0];
+		mbcf_fallthrough;
+	case MBCF_OP_READ_RESP:
+		f->req_psn = m->req_psn;
+		f->offset = off;
+		break;
+	default: /* SEND, SEND_IMM */
+		f->imm = m->imm;
+		f->offset = off;
+		break;
+	}
+}
+
+/* Build frame i of m from its descriptor and hand it to the environment. */
+static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
+		      u8 flags)
+{
+	struct mbcf_frame f;
+	struct mbcf_payload pl;
+	u8 hdr[MBCF_HDR_MAX];
+	u32 off = i * m->seg;
+	u32 hl;
+
+	memset(&f, 0, sizeof(f));
+	memset(&pl, 0, sizeof(pl));
+	f.op = m->op;
+	f.flags = flags;
+	f.dst_qpn = c->cfg.remote_qpn;
+	f.src_qpn = c->cfg.local_qpn;
+	f.psn = mbcf_seq_add(m->first_psn, i);
+	f.ack_psn = c->rcv_nxt;
+	if (send_has_data(m->op)) {
+		send_fill_data(m, off, &f, &pl);
+		f.flags |= i == 0 ? MBCF_F_FIRST : 0;
+		f.flags |= i + 1 == m->nframes ? MBCF_F_LAST : 0;
+		if (i + 1 == m->nframes && (m->flags & MBCF_MSG_SOLICITED))
+			f.flags |= MBCF_F_SOLICITED;
+	}
+	send_fill_ext(m, i, off, &f);
+	hl = mbcf_codec_build(&f, hdr);
+	c->tx_unflushed = true;
+	return c->ops->xmit(c->env, hdr, hl, &pl);
+}
+
+/* The message and frame index for snd_nxt; starts a new message if needed. */
+static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
+{
+	struct mbcf_msg *m;
+
+	*fresh = c->snd_nxt == c->snd_max;
+	if (!*fresh)
+		return send_find(c, c->snd_nxt);
+	if (c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn, c->cur->nframes))
+		return c->cur;
+	m = send_pick(c, false);
+	if (m) {
+		m->first_psn = c->snd_max;
+		c->cur = m;
+	}
+	return m;
+}
+
+static bool send_one(struct mbcf_conn *c)
+{
+	struct mbcf_msg *m;
+	bool fresh;
+	u32 i;
+	u8 fl;
+
+	m = send_next_msg(c, &fresh);
+	if (!m) {
+		/* a hole in our own stream cannot be; never spin on it */
+		if (!fresh)
+			c->snd_nxt = c->snd_max;
+		return false;
+	}
+	i = (u32)mbcf_seq_diff(c->snd_nxt, m->first_psn);
+	fl = send_ackreq(c);
+	if (send_frame(c, m, i, fl)) {
+		c->tx_busy = true;
+		c->ctr.tx_busy++;
+		return false;
+	}
+	c->ctr.tx_frames++;
+	if (m->seg)
+		c->ctr.tx_bytes += i + 1 == m->nframes ?
+				   m->len - i * m->seg : m->seg;
+	if (fl) {
+		c->since_ackreq = 0;
+		c->ctr.acks_req++;
+	} else {
+		c->since_ackreq++;
+	}
+	c->ack_due = false;	/* every frame carries ack_psn */
+	if (fresh) {
+		c->snd_max = mbcf_seq_add(c->snd_max, 1);
+		if (i + 1 == m->nframes)
+			c->cur = NULL;
+	} else {
+		c->ctr.retransmits++;
+	}
+	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
+	return true;
+}
+
+/* Send as much as the window, STOP and the environment allow. */
+void mbcf_send_push(struct mbcf_conn *c, u64 now)
+{
+	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
+	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->cfg.window) {
+		if (!send_one(c))
+			break;
+	}
+	/* keep a deadline while frames are unacknowledged or xmit is busy */
+	if (!c->rto_at && !c->stopped &&
+	    (c->snd_una != c->snd_max || c->tx_busy))
+		c->rto_at = now + c->rto_cur;
+}
+
+static bool send_msg_acked(const struct mbcf_conn *c, struct mbcf_msg *m)
+{
+	if (m->flags & MBCF_MSG_ACKED)
+		return true;
+	if (mbcf_seq_diff(c->snd_una, m->first_psn) < (s32)m->nframes ||
+	    (c->cur == m))
+		return false;
+	m->flags |= MBCF_MSG_ACKED;
+	return true;
+}
+
+static bool send_msg_done(const struct mbcf_conn *c, struct mbcf_msg *m)
+{
+	if (m->flags & MBCF_MSG_RD)
+		return m->flags & MBCF_MSG_GOT_RESP;
+	return send_msg_acked(c, m);
+}
+
+static void send_complete_msg(struct mbcf_conn *c, struct mbcf_msg *m, u8 st)
+{
+	struct mbcf_cqe cqe;
+
+	if (m->flags & MBCF_MSG_RD)
+		c->rd_out--;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.cookie = m->cookie;
+	cqe.op = m->op;
+	cqe.status = st;
+	c->ctr.send_completions++;
+	c->ops->complete(c->env, &cqe);
+}
+
+/*
+ * Mark acknowledged messages behind a head that waits for its response, so
+ * that their psns may wrap long after the ack without being misread.
+ */
+static void send_mark_acked(struct mbcf_conn *c, u32 from)
+{
+	u32 i;
+
+	for (i = from; i != c->req.next; i++)
+		if (!send_msg_acked(c, mbcf_ring_at(&c->req, i)))
+			break;
+}
+
+/* Release acknowledged responses; complete finished requests in order. */
+void mbcf_send_complete(struct mbcf_conn *c)
+{
+	struct mbcf_msg *m;
+	u8 st;
+
+	while (c->resp.head != c->resp.next &&
+	       send_msg_acked(c, mbcf_ring_at(&c->resp, c->resp.head)))
+		c->resp.head++;
+	while (c->state == MBCF_CONN_RTS && c->req.head != c->req.next) {
+		m = mbcf_ring_at(&c->req, c->req.head);
+		if (!send_msg_done(c, m)) {
+			send_mark_acked(c, c->req.head + 1);
+			return;
+		}
+		c->req.head++;
+		st = m->status;
+		send_complete_msg(c, m, st);
+		if (st != MBCF_WC_SUCCESS)
+			mbcf_conn_enter_error(c, false, 0, st);
+	}
+}
+
+/*
+ * Cumulative acknowledgement: every psn before ack_psn was accepted.  Stale
+ * acks are ignored; an ack of a psn we never sent makes the frame invalid.
+ */
+bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
+{
+	if (mbcf_seq_diff(ack_psn, c->snd_una) <= 0)
+		return true;
+	if (mbcf_seq_diff(ack_psn, c->snd_max) > 0)
+		return false;
+	c->snd_una = ack_psn;
+	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
+		c->snd_nxt = ack_psn;
+	if (c->lost_valid && mbcf_seq_lt(c->lost_psn, ack_psn))
+		c->lost_valid = false;
+	c->retry_left = c->cfg.retry_cnt;
+	c->rnr_left = c->cfg.rnr_retry;
+	c->rto_cur = c->cfg.rto_ns;
+	c->rto_at = c->snd_una != c->snd_max && !c->stopped ? now + c->rto_cur : 0;
+	mbcf_send_complete(c);
+	return true;
+}
+
+/* The oldest started read/atomic still waiting for its response. */
+struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c)
+{
+	u32 i;
+
+	for (i = c->req.head; i != c->req.next; i++) {
+		struct mbcf_msg *m = mbcf_ring_at(&c->req, i);
+
+		if ((m->flags & MBCF_MSG_RD) && !(m->flags & MBCF_MSG_GOT_RESP))
+			return m;
+	}
+	return NULL;
+}
+
+/* A control frame: ACK (status = NAK when nonzero), LOST, STOP or GO. */
+void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
+{
+	struct mbcf_frame f;
+	struct mbcf_payload pl;
+	u8 hdr[MBCF_HDR_MAX];
+	u32 hl;
+
+	memset(&f, 0, sizeof(f));
+	memset(&pl, 0, sizeof(pl));
+	f.op = op;
+	f.status = status;
+	f.dst_qpn = c->cfg.remote_qpn;
+	f.src_qpn = c->cfg.local_qpn;
+	f.psn = c->snd_max;
+	f.ack_psn = c->rcv_nxt;
+	hl = mbcf_codec_build(&f, hdr);
+	c->tx_unflushed = true;
+	/* a control frame that cannot leave is as good as lost: recoverable */
+	if (c->ops->xmit(c->env, hdr, hl, &pl)) {
+		c->ctr.tx_busy++;
+		return;
+	}
+	c->ctr.tx_frames++;
+	c->ack_due = false;
+	if (op == MBCF_OP_ACK && status)
+		c->ctr.naks_tx++;
+	else if (op == MBCF_OP_ACK)
+		c->ctr.acks_tx++;
+	else if (op == MBCF_OP_LOST)
+		c->ctr.lost_tx++;
+	else if (op == MBCF_OP_STOP)
+		c->ctr.stop_tx++;
+	else if (op == MBCF_OP_GO)
+		c->ctr.go_tx++;
+}
+
+/* Restart transmission at psn (go-back-N). */
+static void send_goback(struct mbcf_conn *c, u32 psn)
+{
+	if (mbcf_seq_lt(psn, c->snd_una) || mbcf_seq_lt(c->snd_max, psn))
+		return;
+	c->snd_nxt = psn;
+}
+
+/* LOST(psn): the peer saw a gap at psn; resend from there, once per gap. */
+void mbcf_send_lost(struct mbcf_conn *c, u32 psn)
+{
+	if (psn != c->snd_una || psn == c->snd_max || c->stopped)
+		return;
+	if (c->lost_valid && c->lost_psn == psn)
+		return;
+	c->lost_valid = true;
+	c->lost_psn = psn;
+	send_goback(c, psn);
+}
+
+/* STOP(psn): the peer could not accept psn (receiver not ready). */
+void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now)
+{
+	if (psn != c->snd_una || psn == c->snd_max || c->stopped)
+		return;
+	if (c->cfg.rnr_retry != 7) {
+		if (!c->rnr_left) {
+			c->ctr.rnr_exceeded++;
+			mbcf_conn_enter_error(c, true, psn,
+					      MBCF_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		c->rnr_left--;
+	}
+	c->stopped = true;
+	c->rnr_at = now + c->cfg.min_rnr_ns;
+	c->rto_at = 0;
+	send_goback(c, psn);
+}
+
+static void send_resume(struct mbcf_conn *c, u64 now)
+{
+	c->stopped = false;
+	c->rnr_at = 0;
+	c->lost_valid = false;
+	send_goback(c, c->snd_una);
+	c->rto_at = now + c->rto_cur;
+}
+
+/* GO(psn): the peer can accept psn again. */
+void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now)
+{
+	if (c->stopped && psn == c->snd_una)
+		send_resume(c, now);
+}
+
+/* The connection timer fired: RNR wait over, xmit retry, or retransmit. */
+void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
+{
+	if (c->stopped) {
+		if (c->rnr_at && now >= c->rnr_at)
+			send_resume(c, now);
+		return;
+	}
+	if (!c->rto_at || now < c->rto_at)
+		return;
+	if (c->tx_busy) {
+		/* the environment never kicked us: try again, no penalty */
+		c->tx_busy = false;
+		c->rto_at = 0;
+		return;
+	}
+	c->rto_at = 0;
+	if (c->snd_una == c->snd_max)
+		return;
+	c->ctr.timeouts++;
+	if (!c->retry_left) {
+		c->ctr.retry_exceeded++;
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_RETRY_EXC_ERR);
+		return;
+	}
+	c->retry_left--;
+	c->rto_cur = c->rto_cur * 2 > c->cfg.rto_max_ns ?
+		     c->cfg.rto_max_ns : c->rto_cur * 2;
+	c->rto_at = now + c->rto_cur;
+	c->lost_valid = false;
+	send_goback(c, c->snd_una);
+}
+
+/*
+ * Connection error: complete every outstanding request in order.  Finished
+ * ones succeed; the one holding psn (or, without one, the oldest unfinished)
+ * gets wc; the rest are flushed.  Queued responses are abandoned.
+ */
+void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
+{
+	u32 started = c->req.next - c->req.head;
+	bool assigned = false;
+	struct mbcf_msg *m;
+	u8 st;
+
+	for (; c->req.head != c->req.tail; started -= started ? 1 : 0) {
+		m = mbcf_ring_at(&c->req, c->req.head++);
+		st = MBCF_WC_WR_FLUSH_ERR;
+		if (started && send_msg_done(c, m)) {
+			st = m->status;
+		} else if (!assigned && (!psn_valid || (started &&
+			   mbcf_seq_in(psn, m->first_psn, m->nframes)))) {
+			st = wc;
+			assigned = true;
+		}
+		send_complete_msg(c, m, st);
+	}
+	c->req.next = c->req.tail;
+	c->resp.head = c->resp.next = c->resp.tail;
+	c->cur = NULL;
+	c->rd_out = 0;
+	c->stopped = false;
+	c->rto_at = 0;
+	c->rnr_at = 0;
+}

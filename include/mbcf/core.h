@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The sans-I/O MBCF protocol core: public API.  docs/protocol.md is the
+ * normative description; section numbers below refer to it.
+ *
+ * One struct mbcf_conn is one end of a reliable connection (an RC QP).  The
+ * core does no I/O and owns no locks, allocators or clocks:
+ *   - frames come in as bytes (mbcf_codec_parse + mbcf_conn_rx);
+ *   - everything it wants done goes out through struct mbcf_ops;
+ *   - the caller provides all memory (the conn and its two message rings)
+ *     and serialises every call on one conn (the kernel's per-QP lock);
+ *   - time is a u64 in nanoseconds passed in by the caller (`now`).
+ * Callbacks are invoked synchronously from inside the API calls, with the
+ * caller's lock held; they must not call back into the same conn.
+ */
+#ifndef MBCF_CORE_H
+#define MBCF_CORE_H
+
+#include <mbcf/compat.h>
+#include <mbcf/wire.h>
+#include <mbcf/counters.h>
+
+/* Completion status (mapped 1:1 onto enum ib_wc_status by the module). */
+enum mbcf_wc_status {
+	MBCF_WC_SUCCESS = 0,
+	MBCF_WC_REM_ACCESS_ERR,		/* responder: MBCF_ST_REMOTE_ACCESS_ERROR */
+	MBCF_WC_REM_INV_REQ_ERR,	/* responder: MBCF_ST_REMOTE_INVALID_REQUEST */
+	MBCF_WC_REM_OP_ERR,		/* responder: MBCF_ST_REMOTE_OP_ERROR */
+	MBCF_WC_RETRY_EXC_ERR,		/* retry_cnt timeouts without progress */
+	MBCF_WC_RNR_RETRY_EXC_ERR,	/* rnr_retry STOPs without progress */
+	MBCF_WC_LOC_LEN_ERR,		/* receive: message longer than the buffer */
+	MBCF_WC_LOC_PROT_ERR,		/* local buffer rejected read/atomic data */
+	MBCF_WC_WR_FLUSH_ERR,		/* connection went to error first */
+};
+
+/* Connection state (docs/protocol.md section 8). */
+enum mbcf_conn_state {
+	MBCF_CONN_RESET = 0,	/* not initialised / after mbcf_conn_flush */
+	MBCF_CONN_RTS,		/* connected: sends and receives */
+	MBCF_CONN_ERROR,	/* fatal error seen: executes nothing more */
+};
+
+/* What the environment gathers a frame's data from (no copies in the core). */
+enum mbcf_payload_kind {
+	MBCF_PL_NONE = 0,	/* header only */
+	MBCF_PL_WR,		/* the posted work request's local buffer */
+	MBCF_PL_TARGET,		/* registered target memory (read response) */
+};
+
+struct mbcf_payload {
+	u8 kind;		/* enum mbcf_payload_kind */
+	u32 len;		/* bytes to append after the header */
+	u32 offset;		/* MBCF_PL_WR: byte offset within the message */
+	u64 cookie;		/* MBCF_PL_WR: the wr's cookie */
+	u64 va;			/* MBCF_PL_TARGET: address of the first byte */
+	u32 rkey;		/* MBCF_PL_TARGET: key it was checked against */
+};
+
+/* A requester operation: one verbs send work request. */
+struct mbcf_wr {
+	u64 cookie;		/* opaque to the core (the kernel's wqe) */
+	u8 op;			/* WRITE, WRITE_IMM, READ_REQ, CMP_SWAP, FETCH_ADD,
+				 * SEND, SEND_IMM */
+	u8 flags;		/* MBCF_F_SOLICITED only */
+	u32 len;		/* data bytes (8 for atomics, ignored) */
+	u64 raddr;		/* remote va: WRITE*, READ_REQ, atomics */
+	u32 rkey;
+	u32 imm;		/* *_IMM: immediate data (opaque, host order) */
+	u64 swap_add;		/* CMP_SWAP: swap; FETCH_ADD: add */
+	u64 compare;		/* CMP_SWAP */
+};
+
+#define MBCF_CQE_RECV		0x01	/* receive side (else requester) */
+#define MBCF_CQE_IMM		0x02	/* imm is valid */
+#define MBCF_CQE_SOLICITED	0x04
+
+struct mbcf_cqe {
+	u64 cookie;		/* requester: wr cookie; receive: claimed recv */
+	u32 byte_len;		/* receive: message length */
+	u32 imm;
+	u8 op;			/* message opcode (SEND, WRITE_IMM, READ_REQ...) */
+	u8 status;		/* enum mbcf_wc_status */
+	u8 flags;		/* MBCF_CQE_* */
+};
+
+/*
+ * Everything the core asks of its environment.  `env` is the pointer given
+ * to mbcf_conn_init.  Target callbacks return an enum mbcf_status and must
+ * check key, PD, access flags and bounds BEFORE touching any byte.
+ */
+struct mbcf_ops {
+	/* Transmit header + payload as one frame; 0 = sent (or dropped like
+	 * a lost frame), nonzero = busy, nothing sent: retry on mbcf_conn_kick. */
+	int (*xmit)(void *env, const u8 *hdr, u32 hdr_len,
+		    const struct mbcf_payload *pl);
+	/* Optional: end of a burst of xmit calls (ring the doorbell). */
+	void (*xmit_flush)(void *env);
+	/* Write len bytes at (rkey, va); needs REMOTE_WRITE access. */
+	int (*target_write)(void *env, u32 rkey, u64 va, const u8 *src, u32 len);
+	/* Check that (rkey, va, len) may be read (REMOTE_READ); touches nothing. */
+	int (*target_check_read)(void *env, u32 rkey, u64 va, u32 len);
+	/* 8-byte aligned atomic (REMOTE_ATOMIC) with a real atomic instruction;
+	 * op is CMP_SWAP or FETCH_ADD; *orig gets the previous value. */
+	int (*target_atomic)(void *env, u8 op, u32 rkey, u64 va, u64 swap_add,
+			     u64 compare, u64 *orig);
+	/* Take the oldest posted receive: 0 with cookie and cap set, or nonzero
+	 * if none is posted (the core then sends STOP: receiver not ready). */
+	int (*recv_claim)(void *env, u64 *cookie, u32 *cap);
+	/* Copy into a claimed receive at byte offset (within cap, checked). */
+	void (*recv_write)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
+	/* Deliver read (or atomic: 8 bytes, host order) response data into the
+	 * requester's local buffer of wr `cookie`; nonzero = local protection
+	 * error. */
+	int (*resp_data)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
+	/* Post a completion (requester or receive side). */
+	void (*complete)(void *env, const struct mbcf_cqe *cqe);
+	/* Arm the connection's single timer at absolute time `at` ns (0 =
+	 * cancel).  When it fires, call mbcf_conn_timeout(). */
+	void (*timer)(void *env, u64 at);
+	/* The connection entered MBCF_CONN_ERROR (verbs: QP error event). */
+	void (*error)(void *env, u8 wc_status);
+};
+
+struct mbcf_conn_cfg {
+	u32 local_qpn, remote_qpn;	/* 24-bit */
+	u32 sq_psn;			/* first psn we send */
+	u32 rq_psn;			/* first psn we expect */
+	u32 mtu;			/* bytes after the Ethernet header (>= 512) */
+	u32 window;			/* send-ahead frames; 0 = from link speed */
+	u32 link_mbps;			/* for window == 0; 0 = 1000 */
+	u32 ack_interval;		/* N: ask for an ACK every N frames; 0 = as
+					 * the window needs (half window, burst end) */
+	u8 retry_cnt;			/* verbs retry_cnt, 0..7 */
+	u8 rnr_retry;			/* verbs rnr_retry, 0..7 (7 = infinite) */
+	u32 max_rd_atomic;		/* our outstanding reads/atomics (>= 1) */
+	u32 max_dest_rd_atomic;		/* peer's, i.e. response ring slots used */
+	u64 rto_ns;			/* first retransmit timeout */
+	u64 rto_max_ns;			/* backoff ceiling (0 = 64 * rto_ns) */
+	u64 min_rnr_ns;			/* verbs min_rnr_timer, in ns */
+};
+
+/* One queued message (requester wr or responder response).  Internal. */
+struct mbcf_msg {
+	u64 cookie;
+	u64 raddr;
+	u64 operand[2];		/* atomics; ATOMIC_RESP: orig in [0] */
+	u32 rkey;
+	u32 len;
+	u32 imm;
+	u32 first_psn;		/* valid once started */
+	u32 nframes;
+	u32 seg;		/* payload bytes per frame */
+	u32 req_psn;		/* responses: psn of the request */
+	u32 rcvd;		/* requester read: response bytes received */
+	u8 op;
+	u8 flags;		/* MBCF_MSG_* (core/internal.h) */
+	u8 status;
+};
+
+struct mbcf_ring {
+	struct mbcf_msg *m;
+	u32 mask;		/* size - 1; size is a power of two */
+	u32 head;		/* oldest live message (free-running index) */
+	u32 next;		/* first message not started */
+	u32 tail;		/* first free slot */
+};
+
+struct mbcf_conn {
+	const struct mbcf_ops *ops;
+	void *env;
+	struct mbcf_conn_cfg cfg;
+	u8 state;		/* enum mbcf_conn_state */
+
+	/* sender: our stream (section 4) */
+	struct mbcf_ring req;	/* our work requests */
+	struct mbcf_ring resp;	/* our read/atomic responses to the peer */
+	struct mbcf_msg *cur;	/* message whose frames are first being sent */
+	u32 snd_una;		/* oldest unacknowledged psn */
+	u32 snd_nxt;		/* next psn to (re)transmit */
+	u32 snd_max;		/* next never-sent psn */
+	u32 since_ackreq;	/* frames since the last ACKREQ flag */
+	u32 rd_out;		/* started reads/atomics not yet completed */
+	u32 lost_psn;		/* LOST(k) already acted on */
+	bool lost_valid;
+	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
+	bool tx_busy;		/* xmit said busy: wait for kick */
+	bool tx_unflushed;	/* xmit called since the last xmit_flush */
+	u8 retry_left, rnr_left;
+	u64 rto_cur;
+	u64 rto_at;		/* retransmit deadline, 0 = none */
+	u64 rnr_at;		/* resume deadline while stopped, 0 = none */
+	u64 timer_at;		/* what the environment's timer is armed at */
+
+	/* receiver: the peer's stream (section 5) */
+	u32 rcv_nxt;		/* next psn we accept */
+	bool lost_sent;		/* LOST(rcv_nxt) sent for the current gap */
+	bool stop_sent;		/* STOP(rcv_nxt) sent; GO due on recv_posted */
+	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
+	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
+	u8 rx_msg;		/* segmented message in progress: 0 or opcode */
+	bool rx_claimed;	/* a receive is claimed for rx_msg */
+	u64 rx_cookie;
+	u32 rx_cap, rx_off;
+	u8 nak_status;		/* we rejected rcv_nxt with this status */
+
+	struct mbcf_counters ctr;
+};
+
+/* Parsed view of a frame; payload points into the caller's buffer. */
+struct mbcf_frame {
+	u8 op, flags, status;
+	u32 dst_qpn, src_qpn, psn, ack_psn;
+	u32 hdr_len, paylen;
+	u64 va;
+	u32 rkey;
+	u32 imm;
+	u32 len;		/* READ_REQ length, WRITE_IMM total_len */
+	u32 offset;		/* READ_RESP, SEND* */
+	u32 req_psn;		/* READ_RESP, ATOMIC_RESP */
+	u64 operand[2];		/* CMP_SWAP swap/compare, FETCH_ADD add, orig */
+	const u8 *payload;
+};
+
+/* Parse verdicts (also which counter the drop went to). */
+enum mbcf_parse_err {
+	MBCF_PARSE_OK = 0,
+	MBCF_PARSE_TRUNCATED = -1,	/* shorter than its header */
+	MBCF_PARSE_BAD_VERSION = -2,
+	MBCF_PARSE_BAD_OPCODE = -3,
+	MBCF_PARSE_BAD_LENGTH = -4,	/* paylen vs frame length vs opcode */
+	MBCF_PARSE_MALFORMED = -5,	/* reserved bits, flags, status, ranges */
+};
+
+/* mbcf_conn_post results (the module maps them to errno). */
+enum mbcf_post_err {
+	MBCF_POST_OK = 0,
+	MBCF_POST_INVAL = -1,		/* bad opcode, length, alignment */
+	MBCF_POST_FULL = -2,		/* requester ring full */
+	MBCF_POST_STATE = -3,		/* not in RTS */
+};
+
+/* codec.c */
+u32 mbcf_codec_hdr_len(u8 op);		/* 0 for unknown opcodes */
+const char *mbcf_codec_op_name(u8 op);
+int mbcf_codec_parse(const u8 *buf, u32 len, struct mbcf_frame *f,
+		     struct mbcf_counters *ctr);
+u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr);
+u32 mbcf_codec_max_payload(u32 mtu, u8 op);
+
+/* conn.c */
+int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
+		   const struct mbcf_ops *ops, void *env,
+		   struct mbcf_msg *req_ring, u32 req_size,
+		   struct mbcf_msg *resp_ring, u32 resp_size);
+int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now);
+void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
+void mbcf_conn_timeout(struct mbcf_conn *c, u64 now);
+void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now);
+void mbcf_conn_kick(struct mbcf_conn *c, u64 now);
+void mbcf_conn_flush(struct mbcf_conn *c);
+u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);
+u32 mbcf_conn_outstanding(const struct mbcf_conn *c);
+const char *mbcf_conn_state_name(u8 state);
+
+#define MBCF_WINDOW_MIN		4
+#define MBCF_WINDOW_MAX		(1u << 16)
+#define MBCF_MTU_MIN		512
+#define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
+
+#endif /* MBCF_CORE_H */

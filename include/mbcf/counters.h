@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Protocol counters, defined once.  X(field, "name") expands to a struct
+ * member, an enum index and a name string; the kernel exports them through
+ * `rdma statistic` in this order, and tests assert them by field.
+ *
+ * Counters are plain u64 owned by whoever owns the struct: per connection
+ * (updated under the caller's QP lock) or per device/CPU for frames that are
+ * dropped before a connection is known (the parser's verdicts).
+ */
+#ifndef MBCF_COUNTERS_H
+#define MBCF_COUNTERS_H
+
+#include <mbcf/compat.h>
+
+#define MBCF_COUNTERS(X)						\
+	X(tx_frames,		"tx_frames")				\
+	X(tx_bytes,		"tx_payload_bytes")			\
+	X(tx_busy,		"tx_busy")				\
+	X(rx_frames,		"rx_frames")				\
+	X(rx_bytes,		"rx_payload_bytes")			\
+	X(retransmits,		"retransmit_frames")			\
+	X(timeouts,		"retransmit_timeouts")			\
+	X(retry_exceeded,	"retry_exceeded")			\
+	X(rnr_exceeded,		"rnr_retry_exceeded")			\
+	X(acks_tx,		"ack_tx")				\
+	X(acks_rx,		"ack_rx")				\
+	X(acks_req,		"ack_requests_tx")			\
+	X(naks_tx,		"nak_tx")				\
+	X(naks_rx,		"nak_rx")				\
+	X(lost_tx,		"lost_tx")				\
+	X(lost_rx,		"lost_rx")				\
+	X(stop_tx,		"stop_tx")				\
+	X(stop_rx,		"stop_rx")				\
+	X(go_tx,		"go_tx")				\
+	X(go_rx,		"go_rx")				\
+	X(drop_malformed,	"drop_malformed")			\
+	X(drop_truncated,	"drop_truncated")			\
+	X(drop_bad_version,	"drop_bad_version")			\
+	X(drop_bad_opcode,	"drop_bad_opcode")			\
+	X(drop_bad_length,	"drop_bad_length")			\
+	X(drop_wrong_qp,	"drop_wrong_qp")			\
+	X(drop_out_of_seq,	"drop_out_of_sequence")			\
+	X(drop_duplicate,	"drop_duplicate")			\
+	X(drop_stopped,		"drop_rnr_stopped")			\
+	X(drop_error_state,	"drop_qp_error")			\
+	X(drop_bad_ack,		"drop_bad_ack")				\
+	X(drop_bad_resp,	"drop_bad_response")			\
+	X(remote_errors,	"remote_errors")			\
+	X(recv_completions,	"recv_completions")			\
+	X(send_completions,	"send_completions")
+
+struct mbcf_counters {
+#define MBCF_X_FIELD(f, name) u64 f;
+	MBCF_COUNTERS(MBCF_X_FIELD)
+#undef MBCF_X_FIELD
+};
+
+enum mbcf_counter_index {
+#define MBCF_X_ENUM(f, name) MBCF_CTR_##f,
+	MBCF_COUNTERS(MBCF_X_ENUM)
+#undef MBCF_X_ENUM
+	MBCF_CTR_COUNT
+};
+
+/* Name of counter i (0 <= i < MBCF_CTR_COUNT), NULL otherwise. */
+const char *mbcf_counters_name(unsigned int i);
+/* Value of counter i by index, for exporters that walk the list. */
+u64 mbcf_counters_get(const struct mbcf_counters *ctr, unsigned int i);
+/* dst += src, field by field (summing per-CPU or per-QP counters). */
+void mbcf_counters_add(struct mbcf_counters *dst, const struct mbcf_counters *src);
+
+#endif /* MBCF_COUNTERS_H */
