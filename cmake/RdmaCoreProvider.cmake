@@ -6,10 +6,11 @@
 # package, never copied into this repository:
 #
 #   1. obtain the source: MBCF_RDMA_CORE_SOURCE if set (an unpacked tree or
-#      an rdma-core_44.0.orig.tar.gz), otherwise `apt-get source` of the
-#      44.0 revision that apt offers (needs deb-src and dpkg-dev);
-#   2. check it is 44.0 with private ABI 34 (what Debian 12's libibverbs
-#      exports as IBVERBS_PRIVATE_34);
+#      an orig tarball), otherwise Debian's source package through apt
+#      (fetch-rdma-core.sh: 44.0 from Debian 12's deb-src, else Debian 13's
+#      56.1, whose 44.0 orig tarball the archive may no longer serve);
+#   2. check it has private ABI 34 (what Debian 12's libibverbs 44.0
+#      exports as IBVERBS_PRIVATE_34; provider.abi checks the ops layout);
 #   3. configure it with its own CMake (no pyverbs, no man pages, no libnl)
 #      and build only the `kern-abi` target.
 #
@@ -18,7 +19,8 @@
 #
 # Results (normal variables in the including scope):
 #   MBCF_RDMA_CORE_FOUND         TRUE when the headers are ready
-#   MBCF_RDMA_CORE_VERSION       "44.0"
+#   MBCF_RDMA_CORE_VERSION       the release used: "44.0", or "56.1" (same
+#                                private ABI) where 44.0's tarball is gone
 #   MBCF_RDMA_CORE_PABI_VERSION  "34"
 #   MBCF_RDMA_CORE_SOURCE_DIR    the rdma-core source tree
 #   MBCF_RDMA_CORE_BINARY_DIR    its build tree
@@ -69,51 +71,17 @@ function(_mbcf_rc_fetch out_var)
     return()
   endif()
 
-  find_program(MBCF_APT_GET apt-get)
-  find_program(MBCF_APT_CACHE apt-cache)
-  find_program(MBCF_DPKG_SOURCE dpkg-source)
-  if(NOT MBCF_APT_GET OR NOT MBCF_APT_CACHE OR NOT MBCF_DPKG_SOURCE)
-    set(MBCF_RDMA_CORE_ERROR
-      "apt-get, apt-cache and dpkg-source (dpkg-dev) are needed to fetch rdma-core's source" PARENT_SCOPE)
-    return()
-  endif()
-  # Pick the Debian revision of the upstream version we need (44.0-2 on
-  # Debian 12), whatever apt's default candidate is.
-  execute_process(COMMAND "${MBCF_APT_CACHE}" showsrc --only-source rdma-core
-    OUTPUT_VARIABLE _showsrc ERROR_QUIET RESULT_VARIABLE _rv)
-  string(REGEX MATCHALL "\nVersion: [^\n]+" _versions "\n${_showsrc}")
-  string(REPLACE "\nVersion: " "" _versions "${_versions}")
-  set(_want "")
-  foreach(_v IN LISTS _versions)
-    if(_v MATCHES "^${MBCF_RDMA_CORE_REQUIRED_VERSION}-")
-      set(_want "${_v}")
-    endif()
-  endforeach()
-  if(NOT _want)
-    if(NOT _versions)
-      set(_versions "none: enable deb-src (scripts/install-deps.sh) and run apt-get update")
-    endif()
-    set(MBCF_RDMA_CORE_ERROR
-      "apt offers no rdma-core ${MBCF_RDMA_CORE_REQUIRED_VERSION} source (offers: ${_versions})" PARENT_SCOPE)
-    return()
-  endif()
-
-  set(_fetch "${_rc_root}/fetch")
-  file(REMOVE_RECURSE "${_fetch}")
-  file(MAKE_DIRECTORY "${_fetch}")
-  message(STATUS "rdma-core: apt-get source rdma-core=${_want}")
+  # Debian's source package, through apt (see fetch-rdma-core.sh for why
+  # the fallback to Debian 13's package exists).
+  message(STATUS "rdma-core: fetching Debian's rdma-core source with apt")
   execute_process(
-    COMMAND "${MBCF_APT_GET}" source -q --only-source "rdma-core=${_want}"
-    WORKING_DIRECTORY "${_fetch}"
-    OUTPUT_FILE "${_rc_root}/fetch.log" ERROR_FILE "${_rc_root}/fetch.log"
+    COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/fetch-rdma-core.sh" "${_rc_root}/fetch"
+    OUTPUT_VARIABLE _tree OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_VARIABLE _err
     TIMEOUT 600
     RESULT_VARIABLE _rv)
-  set(_tree "${_fetch}/rdma-core-${MBCF_RDMA_CORE_REQUIRED_VERSION}")
   if(NOT _rv EQUAL 0 OR NOT EXISTS "${_tree}/CMakeLists.txt")
-    file(STRINGS "${_rc_root}/fetch.log" _errs REGEX "^E: ")
-    list(JOIN _errs "\n    " _errs)
-    set(MBCF_RDMA_CORE_ERROR
-      "apt-get source rdma-core=${_want} failed (${_rc_root}/fetch.log):\n    ${_errs}" PARENT_SCOPE)
+    set(MBCF_RDMA_CORE_ERROR "fetching rdma-core's source failed:\n${_err}" PARENT_SCOPE)
     return()
   endif()
   set(${out_var} "${_tree}" PARENT_SCOPE)
@@ -133,12 +101,12 @@ function(_mbcf_rc_check_version src)
       set(_pabi "${CMAKE_MATCH_1}")
     endif()
   endforeach()
-  if(NOT _ver STREQUAL MBCF_RDMA_CORE_REQUIRED_VERSION
-     OR NOT _pabi STREQUAL MBCF_RDMA_CORE_REQUIRED_PABI)
+  if(NOT _pabi STREQUAL MBCF_RDMA_CORE_REQUIRED_PABI)
     set(MBCF_RDMA_CORE_ERROR
-      "${src} is rdma-core '${_ver}' (private ABI '${_pabi}'); the provider needs rdma-core ${MBCF_RDMA_CORE_REQUIRED_VERSION} (IBVERBS_PRIVATE_${MBCF_RDMA_CORE_REQUIRED_PABI}), the version of Debian 12's libibverbs"
+      "${src} is rdma-core '${_ver}' (private ABI '${_pabi}'); the provider needs private ABI ${MBCF_RDMA_CORE_REQUIRED_PABI} (IBVERBS_PRIVATE_${MBCF_RDMA_CORE_REQUIRED_PABI}), that of Debian 12's libibverbs 44.0"
       PARENT_SCOPE)
   endif()
+
 endfunction()
 
 # Configures ${src} into ${_rc_build} and builds the kern-abi target.
@@ -232,7 +200,9 @@ endfunction()
 _mbcf_rc_prepare()
 
 if(MBCF_RDMA_CORE_FOUND)
-  set(MBCF_RDMA_CORE_VERSION "${MBCF_RDMA_CORE_REQUIRED_VERSION}")
+  file(STRINGS "${MBCF_RDMA_CORE_SOURCE_DIR}/CMakeLists.txt" _rc_verline
+    REGEX "^set\\(PACKAGE_VERSION ")
+  string(REGEX REPLACE ".*\"([^\"]+)\".*" "\\1" MBCF_RDMA_CORE_VERSION "${_rc_verline}")
   set(MBCF_RDMA_CORE_PABI_VERSION "${MBCF_RDMA_CORE_REQUIRED_PABI}")
   set(MBCF_RDMA_CORE_BINARY_DIR "${_rc_build}")
   # rdma-core publishes every header a provider may use (its libibverbs,
