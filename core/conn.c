@@ -156,14 +156,23 @@ void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
 	c->ops->error(c->env, wc_status);
 }
 
+/*
+ * Queue one work request without sending: a post_send of a list of work
+ * requests enqueues each and kicks once, so the burst ends (and asks for
+ * its acknowledgement) at the end of the list, not after every request.
+ */
+int mbcf_conn_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
+{
+	if (c->state != MBCF_CONN_RTS)
+		return MBCF_POST_STATE;
+	return mbcf_send_enqueue(c, wr);
+}
+
 /* Queue one work request and send what the window allows. */
 int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now)
 {
-	int err;
+	int err = mbcf_conn_enqueue(c, wr);
 
-	if (c->state != MBCF_CONN_RTS)
-		return MBCF_POST_STATE;
-	err = mbcf_send_enqueue(c, wr);
 	if (!err)
 		conn_settle(c, now);
 	return err;

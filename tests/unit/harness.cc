@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Callbacks of the fake environment (see harness.h).
+#include "harness.h"
+
+namespace mbcft {
+namespace {
+
+Env *E(void *env) { return static_cast<Env *>(env); }
+
+int xmit(void *env, const u8 *hdr, u32 hdr_len, const mbcf_payload *pl)
+{
+	Env *e = E(env);
+	std::vector<uint8_t> fr(hdr, hdr + hdr_len);
+
+	if (e->busy > 0) {
+		e->busy--;
+		return 1;
+	}
+	if (pl->kind == MBCF_PL_WR) {
+		auto &buf = e->local.at(pl->cookie);
+		fr.insert(fr.end(), buf.begin() + pl->offset,
+			  buf.begin() + pl->offset + pl->len);
+	} else if (pl->kind == MBCF_PL_TARGET) {
+		const uint8_t *src = e->target(pl->rkey, pl->va);
+		if (!src)
+			return 0;	// region vanished: the frame is lost
+		fr.insert(fr.end(), src, src + pl->len);
+	}
+	e->out.push_back(std::move(fr));
+	return 0;
+}
+
+int target_write(void *env, u32 rkey, u64 va, const u8 *src, u32 len)
+{
+	int st;
+	Region *r = E(env)->find(rkey, va, len, ACC_WRITE, &st);
+
+	if (!r)
+		return st;
+	E(env)->target_writes++;
+	memcpy(r->bytes() + (va - r->base), src, len);
+	return MBCF_ST_OK;
+}
+
+int target_check_read(void *env, u32 rkey, u64 va, u32 len)
+{
+	int st;
+
+	E(env)->find(rkey, va, len, ACC_READ, &st);
+	return st;
+}
+
+int target_atomic(void *env, u8 op, u32 rkey, u64 va, u64 swap_add, u64 compare,
+		  u64 *orig)
+{
+	int st;
+	Region *r = E(env)->find(rkey, va, 8, ACC_ATOMIC, &st);
+
+	if (!r)
+		return st;
+	E(env)->atomics++;
+	uint64_t *p = reinterpret_cast<uint64_t *>(r->bytes() + (va - r->base));
+	if (op == MBCF_OP_FETCH_ADD) {
+		*orig = __atomic_fetch_add(p, swap_add, __ATOMIC_SEQ_CST);
+	} else {
+		uint64_t exp = compare;
+		__atomic_compare_exchange_n(p, &exp, swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		*orig = exp;
+	}
+	return MBCF_ST_OK;
+}
+
+int recv_claim(void *env, u64 *cookie, u32 *cap)
+{
+	Env *e = E(env);
+
+	if (e->recvs.empty())
+		return 1;
+	*cookie = e->recvs.front().cookie;
+	*cap = e->recvs.front().cap;
+	e->recvs.pop_front();
+	e->recv_buf[*cookie].clear();
+	return 0;
+}
+
+void recv_write(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
+{
+	auto &b = E(env)->recv_buf[cookie];
+
+	if (b.size() < offset + len)
+		b.resize(offset + len);
+	memcpy(b.data() + offset, src, len);
+}
+
+int resp_data(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
+{
+	auto &b = E(env)->local.at(cookie);
+
+	if (offset + len > b.size())
+		return 1;
+	memcpy(b.data() + offset, src, len);
+	return 0;
+}
+
+void complete(void *env, const mbcf_cqe *cqe)
+{
+	if (cqe->flags & MBCF_CQE_RECV)
+		E(env)->rcqes.push_back(*cqe);
+	else
+		E(env)->cqes.push_back(*cqe);
+}
+
+void timer(void *env, u64 at)
+{
+	E(env)->timer_at = at;
+	E(env)->timer_calls++;
+}
+
+void error(void *env, u8 st)
+{
+	E(env)->errors++;
+	E(env)->error_status = st;
+}
+
+void xmit_flush(void *env)
+{
+	E(env)->flushes++;
+}
+
+}  // namespace
+
+const mbcf_ops kOps = {
+	.xmit = xmit,
+	.xmit_flush = xmit_flush,
+	.target_write = target_write,
+	.target_check_read = target_check_read,
+	.target_atomic = target_atomic,
+	.recv_claim = recv_claim,
+	.recv_write = recv_write,
+	.resp_data = resp_data,
+	.complete = complete,
+	.timer = timer,
+	.error = error,
+};
+
+}  // namespace mbcft

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Connection state machine, one mechanism per test, with exact frames,
+// counters and a fake clock.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+using namespace mbcft;
+
+namespace {
+
+constexpr uint32_t kRkey = 0x77;
+constexpr uint64_t kBase = 0x10000;
+constexpr uint64_t kMs = 1000000;
+
+class Pair : public ::testing::Test {
+protected:
+	Env a, b;
+	uint64_t now = 1000;
+	uint64_t next_cookie = 1;
+
+	void SetUp() override { setup(default_cfg(0x11, 0x22, 100, 200),
+				      default_cfg(0x22, 0x11, 200, 100)); }
+
+	void setup(mbcf_conn_cfg ca, mbcf_conn_cfg cb)
+	{
+		a = Env();
+		b = Env();
+		ASSERT_EQ(a.init(ca), 0);
+		ASSERT_EQ(b.init(cb), 0);
+		a.add_region(kRkey, kBase, 1 << 16, ACC_ALL);
+		b.add_region(kRkey, kBase, 1 << 16, ACC_ALL);
+		b.add_region(0x99, 0x90000, 4096, ACC_READ);
+	}
+
+	bool defer = false;	// enqueue only; the test kicks
+
+	uint64_t post(Env &e, uint8_t op, uint32_t len, uint64_t raddr = kBase,
+		      uint32_t rkey = kRkey, uint8_t fill = 0xab)
+	{
+		mbcf_wr w = make_wr(next_cookie++, op, len, raddr, rkey);
+		e.local[w.cookie] = std::vector<uint8_t>(op == MBCF_OP_CMP_SWAP ||
+			op == MBCF_OP_FETCH_ADD ? 8 : len, fill);
+		w.swap_add = 5;
+		w.compare = 0;
+		w.imm = 0x1234;
+		if (defer)
+			EXPECT_EQ(mbcf_conn_enqueue(&e.conn, &w), 0);
+		else
+			EXPECT_EQ(mbcf_conn_post(&e.conn, &w, now), 0);
+		return w.cookie;
+	}
+
+	mbcf_frame frame(Env &e, size_t i)
+	{
+		mbcf_frame f{};
+		EXPECT_TRUE(parse(e.out.at(i), &f));
+		return f;
+	}
+
+	void fire(Env &e)
+	{
+		ASSERT_NE(e.timer_at, 0u);
+		now = e.timer_at;
+		e.timer_at = 0;
+		mbcf_conn_timeout(&e.conn, now);
+	}
+};
+
+TEST(Conn, InitRejectsBadConfig)
+{
+	Env e;
+	mbcf_conn_cfg c = default_cfg(1, 2);
+
+	EXPECT_EQ(e.init(c, 48, 16), MBCF_POST_INVAL);	// not a power of two
+	c.mtu = 100;
+	EXPECT_EQ(e.init(c), MBCF_POST_INVAL);
+	c = default_cfg(1, 2);
+	c.max_dest_rd_atomic = 32;
+	EXPECT_EQ(e.init(c, 64, 16), MBCF_POST_INVAL);
+	c = default_cfg(1, 2);
+	c.retry_cnt = 8;
+	EXPECT_EQ(e.init(c), MBCF_POST_INVAL);
+	c = default_cfg(1, 2);
+	c.window = 0;
+	c.link_mbps = 100000;
+	ASSERT_EQ(e.init(c), 0);
+	EXPECT_EQ(e.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(e.conn.cfg.window, mbcf_conn_window_from_link(100000, 1500));
+	EXPECT_STREQ(mbcf_conn_state_name(e.conn.state), "RTS");
+}
+
+TEST(Conn, WindowFromLinkScalesWithSpeed)
+{
+	EXPECT_EQ(mbcf_conn_window_from_link(1000, 1500), 16u);
+	EXPECT_EQ(mbcf_conn_window_from_link(10000, 1500), 166u);
+	EXPECT_EQ(mbcf_conn_window_from_link(100000, 1500), 1666u);
+	EXPECT_EQ(mbcf_conn_window_from_link(100000, 9000), 277u);
+	EXPECT_EQ(mbcf_conn_window_from_link(10, 1500), 16u);
+	EXPECT_EQ(mbcf_conn_window_from_link(400000, 1500), 4096u);
+}
+
+TEST_F(Pair, WriteIsAppliedAckedAndCompleted)
+{
+	post(a, MBCF_OP_WRITE, 100);
+	ASSERT_EQ(a.out.size(), 1u);
+	mbcf_frame f = frame(a, 0);
+	EXPECT_EQ(f.op, MBCF_OP_WRITE);
+	EXPECT_EQ(f.psn, 100u);
+	EXPECT_EQ(f.ack_psn, 200u);
+	EXPECT_EQ(f.flags, MBCF_F_ACKREQ | MBCF_F_FIRST | MBCF_F_LAST);
+	EXPECT_EQ(a.timer_at, now + 1 * kMs);
+	EXPECT_EQ(a.flushes, 1);
+	settle(a, b, now);
+	EXPECT_EQ(b.target(kRkey, kBase)[99], 0xab);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[0].op, MBCF_OP_WRITE);
+	EXPECT_EQ(a.timer_at, 0u);
+	EXPECT_EQ(b.conn.ctr.acks_tx, 1u);
+	EXPECT_EQ(a.conn.ctr.acks_rx, 1u);
+	EXPECT_EQ(b.conn.rcv_nxt, 101u);
+	EXPECT_EQ(mbcf_conn_outstanding(&a.conn), 0u);
+}
+
+TEST_F(Pair, LargeWriteIsSegmented)
+{
+	const uint32_t seg = mbcf_codec_max_payload(1500, MBCF_OP_WRITE_IMM);
+
+	b.recvs.push_back({900, 0});
+	post(a, MBCF_OP_WRITE_IMM, 3 * seg + 10);
+	ASSERT_EQ(a.out.size(), 4u);
+	for (int i = 0; i < 4; i++) {
+		mbcf_frame f = frame(a, i);
+		EXPECT_EQ(f.op, i < 3 ? MBCF_OP_WRITE : MBCF_OP_WRITE_IMM);
+		EXPECT_EQ(f.va, kBase + i * seg);
+		EXPECT_EQ(!!(f.flags & MBCF_F_FIRST), i == 0);
+		EXPECT_EQ(!!(f.flags & MBCF_F_LAST), i == 3);
+		EXPECT_EQ(f.paylen, i < 3 ? seg : 10u);
+		EXPECT_LE(a.out[i].size(), 1500u);
+	}
+	settle(a, b, now);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].cookie, 900u);
+	EXPECT_EQ(b.rcqes[0].byte_len, 3 * seg + 10);
+	EXPECT_EQ(b.rcqes[0].imm, 0x1234u);
+	EXPECT_EQ(b.rcqes[0].flags, MBCF_CQE_RECV | MBCF_CQE_IMM);
+	EXPECT_EQ(a.cqes.size(), 1u);
+}
+
+TEST_F(Pair, WindowLimitsFramesInFlight)
+{
+	defer = true;
+	for (int i = 0; i < 40; i++)
+		post(a, MBCF_OP_WRITE, 8);
+	EXPECT_TRUE(a.out.empty());
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_EQ(a.out.size(), 16u);	// window
+	// ACKREQ at half window and when the window fills
+	EXPECT_TRUE(frame(a, 7).flags & MBCF_F_ACKREQ);
+	EXPECT_TRUE(frame(a, 15).flags & MBCF_F_ACKREQ);
+	EXPECT_FALSE(frame(a, 6).flags & MBCF_F_ACKREQ);
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 40u);
+	for (size_t i = 0; i < a.cqes.size(); i++)
+		EXPECT_EQ(a.cqes[i].cookie, i + 1);
+}
+
+TEST_F(Pair, AckIntervalAsksEveryNFrames)
+{
+	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+	ca.ack_interval = 3;
+	setup(ca, default_cfg(0x22, 0x11, 200, 100));
+	defer = true;
+	for (int i = 0; i < 10; i++)
+		post(a, MBCF_OP_WRITE, 8);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 10u);
+	for (int i = 0; i < 10; i++)
+		EXPECT_EQ(!!(frame(a, i).flags & MBCF_F_ACKREQ),
+			  i % 3 == 2 || i == 9) << i;
+	settle(a, b, now);
+	EXPECT_EQ(b.conn.ctr.acks_tx, 4u);
+}
+
+TEST_F(Pair, PiggybackedAckNeedsNoAckFrame)
+{
+	post(a, MBCF_OP_READ_REQ, 64);
+	pump(a, b, now);		// B queues the response, acking A's request
+	ASSERT_EQ(b.out.size(), 1u);
+	mbcf_frame r = frame(b, 0);
+	EXPECT_EQ(r.op, MBCF_OP_READ_RESP);
+	EXPECT_EQ(r.ack_psn, 101u);
+	EXPECT_EQ(b.conn.ctr.acks_tx, 0u);
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].op, MBCF_OP_READ_REQ);
+}
+
+TEST_F(Pair, ReadReturnsTargetMemoryAcrossFrames)
+{
+	uint8_t *t = b.target(kRkey, kBase);
+	for (int i = 0; i < 5000; i++)
+		t[i] = (uint8_t)(i * 7);
+	uint64_t c = post(a, MBCF_OP_READ_REQ, 5000, kBase);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(memcmp(a.local[c].data(), t, 5000), 0);
+	EXPECT_EQ(a.conn.rd_out, 0u);
+	EXPECT_EQ(b.conn.resp.head, b.conn.resp.tail);	// released by ack
+}
+
+TEST_F(Pair, RetransmitTimeoutBacksOffThenGivesUp)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	post(a, MBCF_OP_WRITE, 10);
+	a.out.clear();		// lost
+	uint64_t t0 = now;
+	EXPECT_EQ(a.timer_at, t0 + 1 * kMs);
+	fire(a);
+	EXPECT_EQ(a.out.size(), 2u);	// go back to the oldest
+	EXPECT_EQ(a.conn.ctr.retransmits, 2u);
+	EXPECT_EQ(a.timer_at, now + 2 * kMs);
+	fire(a);
+	EXPECT_EQ(a.timer_at, now + 4 * kMs);
+	fire(a);
+	EXPECT_EQ(a.timer_at, now + 8 * kMs);
+	EXPECT_EQ(a.conn.ctr.timeouts, 3u);
+	EXPECT_TRUE(a.cqes.empty());
+	fire(a);		// retry_cnt = 3 exhausted
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.retry_exceeded, 1u);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_RETRY_EXC_ERR);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(a.errors, 1);
+	EXPECT_EQ(a.timer_at, 0u);
+	mbcf_wr w = make_wr(99, MBCF_OP_WRITE, 1, kBase, kRkey);
+	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_STATE);
+}
+
+TEST_F(Pair, ProgressResetsRetriesAndBackoff)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	a.out.clear();
+	fire(a);
+	fire(a);
+	EXPECT_EQ(a.conn.retry_left, 1);
+	settle(a, b, now);	// the retransmission gets through
+	EXPECT_EQ(a.conn.retry_left, 3);
+	EXPECT_EQ(a.conn.rto_cur, 1 * kMs);
+	EXPECT_EQ(a.cqes.size(), 1u);
+}
+
+TEST_F(Pair, GapSendsLostOnceAndSenderGoesBack)
+{
+	for (int i = 0; i < 5; i++)
+		post(a, MBCF_OP_WRITE, 10);
+	ASSERT_EQ(a.out.size(), 5u);
+	a.out.pop_front();	// psn 100 lost
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 4u);
+	EXPECT_EQ(b.conn.ctr.lost_tx, 1u);
+	ASSERT_EQ(b.out.size(), 1u);
+	mbcf_frame l = frame(b, 0);
+	EXPECT_EQ(l.op, MBCF_OP_LOST);
+	EXPECT_EQ(l.ack_psn, 100u);
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.ctr.lost_rx, 1u);
+	EXPECT_EQ(a.out.size(), 5u);	// resent from 100
+	EXPECT_EQ(frame(a, 0).psn, 100u);
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 5u);
+	EXPECT_EQ(b.target_writes, 5);
+}
+
+TEST_F(Pair, DuplicateWriteIsReackedNotReapplied)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	auto dup = a.out.front();
+	settle(a, b, now);
+	ASSERT_EQ(b.target_writes, 1);
+	b.target(kRkey, kBase)[0] = 0;	// would be overwritten by a re-apply
+	deliver(b, dup, now);
+	EXPECT_EQ(b.target_writes, 1);
+	EXPECT_EQ(b.target(kRkey, kBase)[0], 0);
+	EXPECT_EQ(b.conn.ctr.drop_duplicate, 1u);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_ACK);
+	EXPECT_EQ(frame(b, 0).ack_psn, 101u);
+}
+
+TEST_F(Pair, DuplicateAtomicReturnsOriginalOnce)
+{
+	*(uint64_t *)b.target(kRkey, kBase + 8) = 40;
+	uint64_t c = post(a, MBCF_OP_FETCH_ADD, 8, kBase + 8);
+	auto req = a.out.front();
+	pump(a, b, now);
+	auto resp = b.out.front();
+	b.out.clear();		// the response is lost
+	deliver(b, req, now);	// and A's retransmission arrives twice
+	deliver(b, req, now);
+	EXPECT_EQ(b.atomics, 1);
+	EXPECT_EQ(*(uint64_t *)b.target(kRkey, kBase + 8), 45u);
+	b.out.clear();
+	now += 2 * kMs;
+	mbcf_conn_timeout(&b.conn, now);	// B retransmits its response
+	ASSERT_GE(b.out.size(), 1u);
+	mbcf_frame r = frame(b, 0);
+	EXPECT_EQ(r.op, MBCF_OP_ATOMIC_RESP);
+	EXPECT_EQ(r.operand[0], 40u);
+	EXPECT_EQ(b.out.front(), resp);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(*(uint64_t *)a.local[c].data(), 40u);
+	EXPECT_EQ(b.atomics, 1);
+}
+
+TEST_F(Pair, CompareAndSwap)
+{
+	*(uint64_t *)b.target(kRkey, kBase) = 0;
+	uint64_t c = post(a, MBCF_OP_CMP_SWAP, 8, kBase);	// compare 0 swap 5
+	settle(a, b, now);
+	EXPECT_EQ(*(uint64_t *)b.target(kRkey, kBase), 5u);
+	EXPECT_EQ(*(uint64_t *)a.local[c].data(), 0u);
+	uint64_t d = post(a, MBCF_OP_CMP_SWAP, 8, kBase);	// fails now
+	settle(a, b, now);
+	EXPECT_EQ(*(uint64_t *)b.target(kRkey, kBase), 5u);
+	EXPECT_EQ(*(uint64_t *)a.local[d].data(), 5u);
+}
+
+TEST_F(Pair, SendWithoutReceiveStopsThenGoes)
+{
+	post(a, MBCF_OP_SEND, 3000);
+	post(a, MBCF_OP_WRITE, 10);
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.ctr.stop_tx, 1u);
+	EXPECT_EQ(b.conn.ctr.drop_stopped, 1u);
+	EXPECT_EQ(b.conn.ctr.lost_tx, 0u);	// no LOST while stopped
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_STOP);
+	pump(b, a, now);
+	EXPECT_TRUE(a.conn.stopped);
+	EXPECT_EQ(a.timer_at, now + 100000);
+	EXPECT_TRUE(a.out.empty());
+	b.recvs.push_back({500, 4096});
+	mbcf_conn_recv_posted(&b.conn, now);
+	EXPECT_EQ(b.conn.ctr.go_tx, 1u);
+	settle(a, b, now);
+	EXPECT_FALSE(a.conn.stopped);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].byte_len, 3000u);
+	EXPECT_EQ(b.recv_buf[500].size(), 3000u);
+	EXPECT_EQ(a.cqes.size(), 2u);
+}
+
+TEST_F(Pair, RnrTimerRetriesAndRnrRetryGivesUp)
+{
+	post(a, MBCF_OP_SEND, 10);
+	settle(a, b, now);	// STOP
+	for (int i = 0; i < 3; i++) {
+		ASSERT_TRUE(a.conn.stopped);
+		fire(a);	// min_rnr elapsed: try again
+		settle(a, b, now);
+	}
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.rnr_exceeded, 1u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_RNR_RETRY_EXC_ERR);
+	EXPECT_EQ(b.conn.ctr.stop_tx, 4u);
+}
+
+TEST_F(Pair, AccessViolationNaksAndErrorsBothSides)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	uint64_t bad = post(a, MBCF_OP_WRITE, 10, 0x90000, 0x99);	// read-only
+	post(a, MBCF_OP_WRITE, 10);
+	settle(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 1u);
+	EXPECT_EQ(b.target_writes, 1);
+	ASSERT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[1].cookie, bad);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(a.cqes[2].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(a.error_status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(b.errors, 1);
+}
+
+TEST_F(Pair, LostNakIsRepeatedOnRetry)
+{
+	post(a, MBCF_OP_READ_REQ, 10, 0x80000);		// outside every region
+	pump(a, b, now);
+	ASSERT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	b.out.clear();		// NAK lost
+	fire(a);
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_ACCESS_ERROR);
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, MisalignedAtomicIsInvalidRequest)
+{
+	post(a, MBCF_OP_FETCH_ADD, 8, kBase + 4);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_INV_REQ_ERR);
+	EXPECT_EQ(b.atomics, 0);
+}
+
+TEST_F(Pair, ReceiveTooSmallIsLengthError)
+{
+	b.recvs.push_back({7, 100});
+	post(a, MBCF_OP_SEND, 200);
+	settle(a, b, now);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_LOC_LEN_ERR);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_INV_REQ_ERR);
+}
+
+TEST_F(Pair, TooManyReadsIsInvalidRequest)
+{
+	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+	ca.max_rd_atomic = 8;	// more than B's max_dest_rd_atomic (4)
+	setup(ca, default_cfg(0x22, 0x11, 200, 100));
+	for (int i = 0; i < 5; i++)
+		post(a, MBCF_OP_READ_REQ, 8);
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	pump(b, a, now);
+	EXPECT_EQ(a.cqes.back().status, MBCF_WC_REM_INV_REQ_ERR);
+}
+
+TEST_F(Pair, ReadsBeyondMaxRdAtomicWait)
+{
+	for (int i = 0; i < 6; i++)
+		post(a, MBCF_OP_READ_REQ, 8);
+	EXPECT_EQ(a.out.size(), 4u);	// max_rd_atomic
+	EXPECT_TRUE(frame(a, 3).flags & MBCF_F_ACKREQ);
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 6u);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_RTS);
+}
+
+TEST_F(Pair, WrongQpIsDropped)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	mbcf_frame f = frame(a, 0);
+	f.src_qpn = 0x33;
+	mbcf_conn_rx(&b.conn, &f, now);
+	EXPECT_EQ(b.conn.ctr.drop_wrong_qp, 1u);
+	EXPECT_EQ(b.target_writes, 0);
+}
+
+TEST_F(Pair, AckOfUnsentPsnIsDropped)
+{
+	post(b, MBCF_OP_WRITE, 10);
+	post(a, MBCF_OP_WRITE, 10);
+	mbcf_frame f = frame(b, 0);
+	f.ack_psn = 150;	// A never sent 101..149
+	mbcf_conn_rx(&a.conn, &f, now);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 1u);
+	EXPECT_EQ(a.target_writes, 0);
+}
+
+TEST_F(Pair, BusyTransmitWaitsForKick)
+{
+	a.busy = 1;
+	post(a, MBCF_OP_WRITE, 10);
+	EXPECT_TRUE(a.out.empty());
+	EXPECT_EQ(a.conn.ctr.tx_busy, 1u);
+	EXPECT_NE(a.timer_at, 0u);	// fallback if no kick comes
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_EQ(a.out.size(), 1u);
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.conn.ctr.retransmits, 0u);
+}
+
+TEST_F(Pair, SequenceWrapsMidStream)
+{
+	setup(default_cfg(0x11, 0x22, 0xFFFFFA, 0xFFFFFD),
+	      default_cfg(0x22, 0x11, 0xFFFFFD, 0xFFFFFA));
+	for (int i = 0; i < 12; i++) {
+		post(a, MBCF_OP_WRITE, 3000);
+		post(b, MBCF_OP_READ_REQ, 2000);
+	}
+	a.out.erase(a.out.begin() + 3);	// a loss right at the wrap
+	settle(a, b, now);
+	for (int i = 0; i < 10 && (a.cqes.size() < 12 || b.cqes.size() < 12); i++) {
+		if (a.timer_at)
+			fire(a);
+		if (b.timer_at)
+			fire(b);
+		settle(a, b, now);
+	}
+	EXPECT_EQ(a.cqes.size(), 12u);
+	EXPECT_EQ(b.cqes.size(), 12u);
+	EXPECT_LT(a.conn.snd_max, 100u);
+	for (auto &c : a.cqes)
+		EXPECT_EQ(c.status, MBCF_WC_SUCCESS);
+}
+
+TEST_F(Pair, FlushCompletesEverythingAndCancelsTimer)
+{
+	b.recvs.push_back({1, 4096});
+	post(a, MBCF_OP_SEND, 3000);	// multi-frame: B claims a receive
+	a.out.pop_back();
+	pump(a, b, now);
+	post(a, MBCF_OP_WRITE, 1);
+	mbcf_conn_flush(&a.conn);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RESET);
+	EXPECT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.timer_at, 0u);
+	mbcf_conn_flush(&b.conn);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_WR_FLUSH_ERR);
+}
+
+}  // namespace
