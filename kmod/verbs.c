@@ -111,6 +111,7 @@ static int mbcf_verbs_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct mbcf_dev *dev = to_mbcf_dev(ibuc->device);
 	struct mbcf_alloc_ucontext_resp resp = {
 		.abi_version = MBCF_ABI_VERSION,
+		.max_inline = MBCF_MAX_INLINE,
 	};
 	int err;
 

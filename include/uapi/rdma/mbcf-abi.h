@@ -2,26 +2,33 @@
 /*
  * mbcf kernel <-> rdma-core provider ABI, and nothing else.
  *
- * Every structure here crosses the uverbs boundary as the driver-private
- * "udata" of a verbs command.  All fields are host byte order, naturally
- * aligned, and padded to a multiple of 8 bytes so that 32- and 64-bit user
- * space see one layout.  Bump MBCF_ABI_VERSION on any incompatible change;
- * the provider refuses a kernel whose version differs.
+ * Two kinds of things cross the boundary:
+ *  - the driver-private "udata" of verbs commands (the *_resp structs);
+ *  - rings in memory the kernel allocates and the provider mmap()s: the
+ *    completion queue (kernel produces), the send and receive queues
+ *    (provider produces).  Ring indices and flags are driven by
+ *    include/mbcf/ring.h, the one ring implementation both sides compile.
+ *
+ * All fields are host byte order unless named *_be, naturally aligned, and
+ * structs are padded to a multiple of 8 bytes so 32- and 64-bit user space
+ * see one layout.  Bump MBCF_ABI_VERSION on any incompatible change; the
+ * provider refuses a kernel whose version differs.
+ *
+ * The kernel never trusts what user space writes into a ring: it copies a
+ * work request out of the ring before validating it, keeps its own copy of
+ * every index it owns, and treats an impossible index as a fatal QP/CQ
+ * error (never as a reason to touch memory outside the ring).
  */
 #ifndef MBCF_ABI_H
 #define MBCF_ABI_H
 
-#ifdef __KERNEL__
 #include <linux/types.h>
-#else
-#include <linux/types.h>
-#endif
 
 /* ib_device_ops.uverbs_abi_ver; checked by libibverbs against the provider. */
 #define MBCF_UVERBS_ABI_VERSION 1
 
-/* Version of the structures below; carried in mbcf_alloc_ucontext_resp. */
-#define MBCF_ABI_VERSION 1
+/* Version of everything below; carried in mbcf_alloc_ucontext_resp. */
+#define MBCF_ABI_VERSION 2
 
 /* Name prefix the provider matches (the driver id is RDMA_DRIVER_UNKNOWN). */
 #define MBCF_DEVICE_NAME_PREFIX "mbcf"
@@ -29,7 +36,80 @@
 /* Response to ibv_open_device() -> alloc_ucontext. */
 struct mbcf_alloc_ucontext_resp {
 	__u32 abi_version;	/* MBCF_ABI_VERSION of the kernel */
+	__u32 max_inline;	/* largest IBV_SEND_INLINE payload, bytes */
+};
+
+/*
+ * Ring memory layout (one mmap per ring, page aligned, length mmap_len):
+ *
+ *   offset   0  __u32 prod      producer's index (free-running, wraps at 2^32)
+ *   offset  64  __u32 cons      consumer's index
+ *   offset 128  __u32 db_needed kernel -> provider: 1 = the kernel is idle on
+ *                               this queue, ring the doorbell after posting
+ *   offset 192  __u32 armed     CQ only, provider -> nobody: reserved
+ *   offset 256  entries[num_entries], each `stride` bytes
+ *
+ * Entry i lives at 256 + (i & (num_entries - 1)) * stride.  num_entries is
+ * a power of two.  Each index sits on its own cache line so the two sides
+ * never write the same line.
+ */
+#define MBCF_RING_PROD_OFF	0
+#define MBCF_RING_CONS_OFF	64
+#define MBCF_RING_DB_OFF	128
+#define MBCF_RING_ENTRIES_OFF	256
+
+/* Where a ring is and how it is cut; part of the create responses. */
+struct mbcf_ring_info {
+	__aligned_u64 mmap_offset;	/* pass to mmap() on the context fd */
+	__aligned_u64 mmap_len;
+	__u32 num_entries;		/* power of two */
+	__u32 stride;			/* bytes per entry, multiple of 16 */
+};
+
+/*
+ * Completion queue entry: exactly struct ib_uverbs_wc (rdma/ib_user_verbs.h),
+ * 48 bytes, whose fields libibverbs already knows how to turn into ibv_wc.
+ */
+#define MBCF_CQE_SIZE		48
+
+struct mbcf_create_cq_resp {
+	struct mbcf_ring_info ring;
+};
+
+/* A scatter/gather element, as in struct ibv_sge. */
+struct mbcf_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/*
+ * Send queue entry header; followed by num_sge struct mbcf_sge or, with
+ * IBV_SEND_INLINE in send_flags, by inline_len bytes of data.
+ */
+struct mbcf_send_wqe {
+	__aligned_u64 wr_id;
+	__u32 opcode;		/* enum ibv_wr_opcode (same values as ib_uverbs) */
+	__u32 send_flags;	/* IBV_SEND_* */
+	__u32 imm_data_be;	/* ibv_send_wr.imm_data, network order as given */
+	__u32 num_sge;
+	__aligned_u64 remote_addr;
+	__u32 rkey;
+	__u32 inline_len;
+	__aligned_u64 compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	__aligned_u64 swap;		/* CMP_AND_SWP: swap */
+};
+
+/* Receive queue entry header; followed by num_sge struct mbcf_sge. */
+struct mbcf_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
 	__u32 reserved;
+};
+
+struct mbcf_create_qp_resp {
+	struct mbcf_ring_info sq;
+	struct mbcf_ring_info rq;
 };
 
 #endif /* MBCF_ABI_H */
