@@ -88,20 +88,30 @@ in_ns1() {
 }
 
 # vm_port_state DEVICE [PORT]: print the port state, e.g. "4: ACTIVE".
+# (bash's read, not cat: every fork+exec costs 0.1-0.5 s under TCG)
 vm_port_state() {
-	cat "/sys/class/infiniband/$1/ports/${2:-1}/state" 2>/dev/null
+	local state=
+	read -r state 2>/dev/null <"/sys/class/infiniband/$1/ports/${2:-1}/state"
+	printf '%s\n' "$state"
+}
+
+# vm_elapsed_since T0: seconds (float) since T0, an $EPOCHREALTIME value.
+vm_elapsed_since() {
+	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'
 }
 
 # vm_wait_port DEVICE [TIMEOUT_S] [PORT]: wait until the port is ACTIVE.
 vm_wait_port() {
-	local dev=$1 timeout=${2:-20} port=${3:-1} i
-	for ((i = 0; i < timeout * 10; i++)); do
-		case "$(vm_port_state "$dev" "$port")" in
+	local dev=$1 timeout=${2:-20} port=${3:-1} state end=$((SECONDS + ${2:-20}))
+	while :; do
+		state=$(vm_port_state "$dev" "$port")
+		case "$state" in
 		*ACTIVE*) return 0 ;;
 		esac
-		sleep 0.1
+		[ "$SECONDS" -ge "$end" ] && break
+		sleep 0.2
 	done
-	vm_fail "$dev port $port not ACTIVE after ${timeout}s (state: $(vm_port_state "$dev" "$port"))"
+	vm_fail "$dev port $port not ACTIVE after ${timeout}s (state: ${state:-no such device})"
 }
 
 # assert_eq EXPECTED ACTUAL [WHAT]

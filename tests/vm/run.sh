@@ -191,6 +191,67 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM HUP
 
+# --- module index for the build's kernel modules -------------------------------
+# depmod -a in the guest takes ~30 s under TCG, so compute the index here: a
+# DESTDIR install into the run dir (stub depmod/ldconfig so install code cannot
+# touch the host) tells which .ko files land where; depmod -b over a symlink
+# farm of the stock modules plus those gives the index.  Cached by content;
+# the guest uses it only if it installed exactly the same files.
+ko_manifest() { # DIR...: "sha256  ./rel/path.ko" of the modules under DIRs
+	local d
+	for d in "$@"; do
+		[ -d "$d" ] && (cd "$d" && find . -name '*.ko*' -type f -print0 | xargs -0r sha256sum)
+	done | LC_ALL=C sort -k2
+}
+prepare_depmod() {
+	local stage=$rundir/stage stub=$rundir/stub farm manifest key d f
+	mkdir -p "$stub"
+	printf '#!/bin/sh\nexit 0\n' >"$stub/depmod"
+	cp "$stub/depmod" "$stub/ldconfig"
+	chmod +x "$stub/depmod" "$stub/ldconfig"
+	DESTDIR=$stage PATH=$stub:$PATH cmake --install "$build" >"$rundir/stage.log" 2>&1 || return 1
+	manifest=$(ko_manifest "$stage/lib/modules/$kver" "$stage/usr/lib/modules/$kver")
+	[ -n "$manifest" ] || return 0
+	key=$(printf '%s\n%s\n' "$kver" "$manifest" | sha256sum | cut -c1-16)
+	depmod_dir=$cache/depmod-$kver-$key
+	[ -s "$depmod_dir/manifest" ] && return 0
+	farm=$rundir/farm
+	mkdir -p "$farm/lib/modules"
+	cp -rs "/lib/modules/$kver" "$farm/lib/modules/"
+	for d in "$stage/lib/modules/$kver" "$stage/usr/lib/modules/$kver"; do
+		[ -d "$d" ] || continue
+		while IFS= read -r -d '' f; do
+			mkdir -p "$(dirname "$farm/lib/modules/$kver/$f")"
+			rm -f "$farm/lib/modules/$kver/$f"
+			cp "$d/$f" "$farm/lib/modules/$kver/$f"
+		done < <(cd "$d" && find . -name '*.ko*' -type f -print0)
+	done
+	depmod -b "$farm" "$kver" || return 1
+	rm -rf "$depmod_dir.tmp.$$"
+	mkdir -p "$depmod_dir.tmp.$$"
+	for f in "$farm/lib/modules/$kver"/modules.*; do
+		[ -L "$f" ] || cp "$f" "$depmod_dir.tmp.$$/"
+	done
+	printf '%s\n' "$manifest" >"$depmod_dir.tmp.$$/manifest"
+	rm -rf "$depmod_dir"
+	mv "$depmod_dir.tmp.$$" "$depmod_dir"
+	find "$cache" -maxdepth 1 -name 'depmod-*' -mmin +600 ! -path "$depmod_dir" -exec rm -rf {} + 2>/dev/null || true
+}
+depmod_dir=
+if [ -n "$build" ]; then
+	exec 9>"$cache/lock"
+	flock 9
+	prepare_depmod_ok=1
+	prepare_depmod || prepare_depmod_ok=0
+	flock -u 9
+	exec 9>&-
+	if [ "$prepare_depmod_ok" = 0 ]; then
+		echo "run.sh: note: host-side module index failed (see below); the guest runs depmod -a" >&2
+		tail -n 20 "$rundir/stage.log" >&2 || true
+		depmod_dir=
+	fi
+fi
+
 guest_script=$script
 case "$script" in
 /tmp/*) guest_script=/run/host$script ;; # the guest's /tmp is its own tmpfs
@@ -200,6 +261,7 @@ esac
 	printf 'MBCF_BUILD=%q\n' "$build"
 	printf 'VM_TOPOLOGY=%q\n' "$topology"
 	printf 'VM_SCRIPT=%q\n' "$guest_script"
+	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
 	printf 'VM_ARGS=('
 	[ $# -gt 0 ] && printf ' %q' "$@"
 	printf ' )\n'
@@ -268,10 +330,12 @@ done <"$fifo"
 
 if [ "$timed_out" = 1 ]; then
 	echo "run.sh: TIMEOUT: guest did not finish within ${timeout}s; killing qemu" >&2
+	kill -TERM "$qpid" 2>/dev/null || true
+	sleep 1
 	kill -KILL "$qpid" 2>/dev/null || true
 fi
 qrc=0
-wait "$qpid" || qrc=$?
+{ wait "$qpid"; } 2>/dev/null || qrc=$?
 qpid=
 t_total=$(elapsed)
 
