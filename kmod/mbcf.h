@@ -7,13 +7,24 @@
  *   main.c    module init/exit ladder, `rdma link` ops, netdev notifier
  *   device.c  ib_device creation, registration, port state and attributes
  *   verbs.c   the thin verbs entry points (argument checks, hand-off)
+ *   umap.c    kernel buffers user space mmaps (the rings)
+ *   cq.c      completion queues: the kernel side of the CQ ring
+ *   qp.c      QP verbs: create/modify/query/destroy, doorbells, state
+ *   proto.c   binds the protocol core (core/) to a QP: the mbcf_ops
+ *   net.c     the only file that touches sk_buff: frames in and out
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
 
+#include <linux/hrtimer.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
+#include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "mbcf/core.h"
+#include "mbcf/ring.h"
 
 #define MBCF_DRV_NAME		"mbcf"
 #define MBCF_FW_VERSION		"0.1.0"
@@ -43,6 +54,12 @@ struct mbcf_dev {
 	unsigned long flags;		/* enum mbcf_dev_flag */
 	atomic_t pd_count;		/* live objects, for limits + leak checks */
 	atomic_t ucontext_count;
+	atomic_t cq_count;
+	atomic_t qp_count;
+	struct xarray qp_xa;		/* qpn -> struct mbcf_qp, RCU lookups */
+	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
+	struct mbcf_counters ctr;	/* frames no QP claimed (parse drops...) */
+	spinlock_t ctr_lock;
 };
 
 struct mbcf_ucontext {
@@ -53,6 +70,61 @@ struct mbcf_pd {
 	struct ib_pd ibpd;
 };
 
+/* A kernel buffer user space maps (umap.c); owned by its mmap entry. */
+struct mbcf_umap {
+	struct rdma_user_mmap_entry rdma;
+	void *buf;
+	size_t len;
+};
+
+struct mbcf_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;		/* producer side of ring, notify */
+	struct mbcf_ring_end ring;	/* we produce, the provider consumes */
+	struct mbcf_umap *umap;
+	u8 notify;			/* armed: IB_CQ_NEXT_COMP / _SOLICITED */
+	bool overflowed;
+};
+
+struct mbcf_qp {
+	struct ib_qp ibqp;
+	struct mbcf_dev *dev;
+	/*
+	 * Serialises everything below: every call into the protocol core,
+	 * the rings, the state.  Taken from process context (verbs,
+	 * doorbells), NET_RX softirq (frames) and the timer (softirq).
+	 */
+	spinlock_t lock;
+	enum ib_qp_state state;
+	bool sq_sig_all;
+	bool dying;			/* destroy started: ignore frames, timer */
+	u32 max_send_sge, max_recv_sge, max_inline;
+
+	/* Send queue: provider produces WQEs; we copy each out before use. */
+	struct mbcf_umap *sq_umap;
+	struct mbcf_ring_end sq;
+	u8 *sq_copy;			/* private copies, FIFO by cookie */
+	u32 sq_head, sq_tail;		/* oldest uncompleted, next free */
+	bool sq_draining;		/* mbcf_qp_drain_sq() is running */
+
+	/* Receive queue: same; claimed by the core one message at a time. */
+	struct mbcf_umap *rq_umap;
+	struct mbcf_ring_end rq;
+	u8 *rq_copy;
+	u32 rq_head, rq_tail;
+
+	/* The protocol core's connection and the memory it runs on. */
+	struct mbcf_conn conn;
+	struct mbcf_msg *req_msgs, *resp_msgs;
+	u32 resp_size;
+	struct hrtimer timer;
+
+	/* Peer, from modify_qp(RTR). */
+	u8 dmac[ETH_ALEN];
+	u32 dest_qpn;
+	struct ib_qp_attr attr;		/* what modify_qp set, for query_qp */
+};
+
 static inline struct mbcf_dev *to_mbcf_dev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct mbcf_dev, ibdev);
@@ -61,6 +133,16 @@ static inline struct mbcf_dev *to_mbcf_dev(struct ib_device *ibdev)
 static inline struct mbcf_dev *mbcf_pd_dev(struct ib_pd *ibpd)
 {
 	return to_mbcf_dev(ibpd->device);
+}
+
+static inline struct mbcf_cq *to_mbcf_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct mbcf_cq, ibcq);
+}
+
+static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct mbcf_qp, ibqp);
 }
 
 /* main.c */
@@ -77,5 +159,51 @@ enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev);
 
 /* verbs.c */
 extern const struct ib_device_ops mbcf_verbs_ops;
+
+/* umap.c */
+struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len);
+u64 mbcf_umap_offset(const struct mbcf_umap *m);
+void mbcf_umap_remove(struct mbcf_umap *m);
+int mbcf_umap_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void mbcf_umap_free(struct rdma_user_mmap_entry *e);
+
+/* cq.c */
+int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct ib_udata *udata);
+int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata);
+int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
+		 bool solicited);
+
+/* qp.c */
+int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		   struct ib_udata *udata);
+int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_udata *udata);
+int mbcf_qp_query(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_qp_init_attr *init);
+int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata);
+int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		      const struct ib_send_wr **bad_wr);
+int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+void mbcf_qp_drain_sq(struct mbcf_qp *qp, u64 now);
+void mbcf_qp_to_error(struct mbcf_qp *qp);
+struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie);
+struct mbcf_recv_wqe *mbcf_qp_rq_wqe(struct mbcf_qp *qp, u64 cookie);
+
+/* proto.c */
+extern const struct mbcf_ops mbcf_proto_ops;
+int mbcf_proto_start(struct mbcf_qp *qp);
+void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
+		   const u8 *src_mac);
+enum hrtimer_restart mbcf_proto_timer(struct hrtimer *t);
+u64 mbcf_proto_now(void);
+
+/* net.c */
+int mbcf_net_start(struct mbcf_dev *dev);
+void mbcf_net_stop(struct mbcf_dev *dev);
+int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+		  const struct mbcf_payload *pl);
 
 #endif /* MBCF_KMOD_H */

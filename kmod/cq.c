@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Completion queues: a ring the kernel produces into and the provider polls
+ * without a system call (include/mbcf/ring.h).  Several QPs may complete
+ * into one CQ from different CPUs, hence the CQ's own lock, always taken
+ * inside a QP's lock, never the other way round.
+ */
+#include <linux/log2.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "mbcf.h"
+
+static_assert(sizeof(struct ib_uverbs_wc) == MBCF_CQE_SIZE);
+
+int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct ib_udata *udata)
+{
+	struct mbcf_dev *dev = to_mbcf_dev(ibcq->device);
+	struct mbcf_cq *cq = to_mbcf_cq(ibcq);
+	struct mbcf_create_cq_resp resp = {};
+	struct mbcf_ucontext *uc;
+	u32 n;
+	int err;
+
+	if (!udata)
+		return -EOPNOTSUPP;	/* user-space CQs only */
+	if (attr->flags || attr->cqe < 1 || attr->cqe > MBCF_MAX_CQE)
+		return -EINVAL;
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&dev->cq_count) > MBCF_MAX_CQ) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	n = roundup_pow_of_two(attr->cqe);
+	uc = rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
+	cq->umap = mbcf_umap_create(&uc->ibuc,
+				    MBCF_RING_ENTRIES_OFF + (size_t)n * MBCF_CQE_SIZE);
+	if (IS_ERR(cq->umap)) {
+		err = PTR_ERR(cq->umap);
+		cq->umap = NULL;
+		goto err_count;
+	}
+	spin_lock_init(&cq->lock);
+	mbcf_ring_init(&cq->ring, cq->umap->buf, n, MBCF_CQE_SIZE, 0);
+	ibcq->cqe = n;
+
+	resp.ring.mmap_offset = mbcf_umap_offset(cq->umap);
+	resp.ring.mmap_len = cq->umap->len;
+	resp.ring.num_entries = n;
+	resp.ring.stride = MBCF_CQE_SIZE;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_umap;
+	return 0;
+
+err_umap:
+	mbcf_umap_remove(cq->umap);
+err_count:
+	atomic_dec(&dev->cq_count);
+	return err;
+}
+
+int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct mbcf_cq *cq = to_mbcf_cq(ibcq);
+
+	mbcf_umap_remove(cq->umap);
+	atomic_dec(&to_mbcf_dev(ibcq->device)->cq_count);
+	return 0;
+}
+
+int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct mbcf_cq *cq = to_mbcf_cq(ibcq);
+	unsigned long irqf;
+
+	spin_lock_irqsave(&cq->lock, irqf);
+	/* NEXT_COMP covers SOLICITED; never weaken an armed request. */
+	if (cq->notify != IB_CQ_NEXT_COMP)
+		cq->notify = flags & IB_CQ_SOLICITED_MASK;
+	spin_unlock_irqrestore(&cq->lock, irqf);
+	return 0;
+}
+
+static void mbcf_cq_overflow(struct mbcf_cq *cq)
+{
+	struct ib_event ev = {
+		.device = cq->ibcq.device,
+		.element.cq = &cq->ibcq,
+		.event = IB_EVENT_CQ_ERR,
+	};
+
+	if (cq->ibcq.event_handler)
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+}
+
+/*
+ * Post one completion.  Returns -ENOSPC when the CQ is full (or its
+ * consumer index is garbage): the completion is lost and the CQ reports
+ * IB_EVENT_CQ_ERR once, as verbs specifies for an overrun.
+ */
+int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
+		 bool solicited)
+{
+	unsigned long irqf;
+	bool corrupt, fire = false, overflow = false;
+	void *slot;
+
+	spin_lock_irqsave(&cq->lock, irqf);
+	slot = mbcf_ring_produce_slot(&cq->ring, &corrupt);
+	if (unlikely(!slot)) {
+		overflow = !cq->overflowed;
+		cq->overflowed = true;
+	} else {
+		memcpy(slot, wc, sizeof(*wc));
+		mbcf_ring_produce(&cq->ring);
+		if (cq->notify == IB_CQ_NEXT_COMP ||
+		    (cq->notify == IB_CQ_SOLICITED && solicited)) {
+			cq->notify = 0;
+			fire = true;
+		}
+	}
+	spin_unlock_irqrestore(&cq->lock, irqf);
+
+	if (fire && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	if (overflow)
+		mbcf_cq_overflow(cq);
+	return slot ? 0 : -ENOSPC;
+}
