@@ -11,6 +11,7 @@
 #define MBCF_MSG_GOT_RESP	0x02	/* read/atomic response fully received */
 #define MBCF_MSG_SOLICITED	0x04
 #define MBCF_MSG_ACKED		0x08	/* every frame acknowledged */
+#define MBCF_MSG_FENCE		0x10	/* wait for earlier reads/atomics */
 
 /* mbcf_recv handler verdicts besides enum mbcf_status (> 0 = NAK). */
 #define MBCF_RX_ACCEPT		0

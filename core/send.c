@@ -45,7 +45,7 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 	if (!send_has_data(wr->op) && wr->op != MBCF_OP_READ_REQ && !atomic)
 		return MBCF_POST_INVAL;
 	if (wr->op == MBCF_OP_READ_RESP || wr->len > MBCF_MSG_MAX ||
-	    (wr->flags & ~MBCF_F_SOLICITED))
+	    (wr->flags & ~(MBCF_F_SOLICITED | MBCF_WR_FENCE)))
 		return MBCF_POST_INVAL;
 	if (c->req.tail - c->req.head > c->req.mask)
 		return MBCF_POST_FULL;
@@ -61,8 +61,12 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 	m->imm = wr->imm;
 	m->operand[0] = wr->swap_add;
 	m->operand[1] = wr->compare;
-	if (wr->flags & MBCF_F_SOLICITED)
+	/* only messages that complete a receive can solicit an event */
+	if ((wr->flags & MBCF_F_SOLICITED) && (wr->op == MBCF_OP_SEND ||
+	    wr->op == MBCF_OP_SEND_IMM || wr->op == MBCF_OP_WRITE_IMM))
 		m->flags |= MBCF_MSG_SOLICITED;
+	if (wr->flags & MBCF_WR_FENCE)
+		m->flags |= MBCF_MSG_FENCE;
 	c->req.tail++;
 	return MBCF_POST_OK;
 }
@@ -103,6 +107,8 @@ static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
 	if (c->req.next == c->req.tail)
 		return NULL;
 	m = mbcf_ring_at(&c->req, c->req.next);
+	if ((m->flags & MBCF_MSG_FENCE) && c->rd_out)
+		return NULL;
 	if (mbcf_op_is_rd(m->op)) {
 		if (!send_rd_gate_open(c))
 			return NULL;

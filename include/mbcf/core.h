@@ -56,12 +56,20 @@ struct mbcf_payload {
 	u32 rkey;		/* MBCF_PL_TARGET: key it was checked against */
 };
 
+/*
+ * mbcf_wr.flags: verbs IBV_SEND_FENCE.  The message does not start before
+ * every earlier read/atomic has completed: a read response may be rebuilt
+ * from target memory on retransmission, so an unfenced later write to the
+ * same bytes may show through (as in InfiniBand).
+ */
+#define MBCF_WR_FENCE		0x80
+
 /* A requester operation: one verbs send work request. */
 struct mbcf_wr {
 	u64 cookie;		/* opaque to the core (the kernel's wqe) */
 	u8 op;			/* WRITE, WRITE_IMM, READ_REQ, CMP_SWAP, FETCH_ADD,
 				 * SEND, SEND_IMM */
-	u8 flags;		/* MBCF_F_SOLICITED only */
+	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE */
 	u32 len;		/* data bytes (8 for atomics, ignored) */
 	u64 raddr;		/* remote va: WRITE*, READ_REQ, atomics */
 	u32 rkey;
