@@ -69,6 +69,7 @@ static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,
 		goto err_uninit;
 	}
 	ctx->kernel_abi = resp.drv.abi_version;
+	ctx->max_inline = resp.drv.max_inline;
 
 	verbs_set_ops(&ctx->vctx, &mbcf_ctx_ops);
 	return &ctx->vctx;

@@ -4,19 +4,27 @@
  *
  * mbcf.c   device match, context open/close, the ops table
  * verbs.c  thin control-path verbs: query, PD, MR (ibv_cmd_* and return)
- * cq.c     completion queues (stubs until the mmapped rings of issue 4)
- * qp.c     queue pairs and posting (stubs until issue 4)
+ * cq.c     completion queues: create/destroy, and poll_cq on the mmapped
+ *          CQ ring without a system call
+ * qp.c     RC queue pairs: create/modify/query/destroy, and post_send /
+ *          post_recv on the mmapped SQ/RQ rings (a system call only to
+ *          ring the doorbell when the kernel has gone idle)
+ *
+ * The rings themselves (layout, indices, barriers, doorbell protocol) are
+ * include/mbcf/ring.h, compiled unchanged by the kernel module.
  */
 #ifndef MBCF_PROVIDER_H
 #define MBCF_PROVIDER_H
 
 #include <assert.h>
+#include <pthread.h>
 #include <stddef.h>
 
 #include <infiniband/driver.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
 #include <rdma/mbcf-abi.h>
+#include <mbcf/ring.h>
 
 struct mbcf_device {
 	struct verbs_device vdev;
@@ -25,6 +33,32 @@ struct mbcf_device {
 struct mbcf_context {
 	struct verbs_context vctx;
 	uint32_t kernel_abi;	/* mbcf_alloc_ucontext_resp.abi_version */
+	uint32_t max_inline;	/* mbcf_alloc_ucontext_resp.max_inline */
+};
+
+/* A completion queue: the kernel produces ib_uverbs_wc entries, we consume. */
+struct mbcf_cq {
+	struct ibv_cq ibcq;
+	pthread_spinlock_t lock;	/* serialises pollers */
+	struct mbcf_ring_end ring;	/* consumer end */
+	void *map;
+	size_t map_len;
+};
+
+/* One work queue of a QP (send or receive): we produce, the kernel consumes. */
+struct mbcf_wq {
+	pthread_spinlock_t lock;	/* serialises posters */
+	struct mbcf_ring_end ring;	/* producer end; base NULL: no ring */
+	void *map;
+	size_t map_len;
+	uint32_t max_sge;		/* the QP's cap, checked per WR */
+};
+
+struct mbcf_qp {
+	struct ibv_qp ibqp;
+	struct mbcf_wq sq;
+	struct mbcf_wq rq;
+	uint32_t max_inline;		/* bytes of IBV_SEND_INLINE data per WR */
 };
 
 /*
@@ -39,10 +73,54 @@ static_assert(offsetof(struct mbcf_get_context_resp, drv) ==
 	      sizeof(struct ib_uverbs_get_context_resp),
 	      "driver data must follow the core response");
 
+/* CREATE_CQ response: the core response, then struct mbcf_create_cq_resp. */
+struct mbcf_create_cq_resp_full {
+	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct mbcf_create_cq_resp drv;
+};
+static_assert(offsetof(struct mbcf_create_cq_resp_full, drv) ==
+	      sizeof(struct ib_uverbs_create_cq_resp),
+	      "driver data must follow the core response");
+
+/*
+ * CREATE_QP response: the core response, then struct mbcf_create_qp_resp.
+ * Only drv is meaningful after ibv_cmd_create_qp(): on the ioctl path the
+ * core fields are not filled (the true caps come back in attr->cap).
+ */
+struct mbcf_create_qp_resp_full {
+	struct ib_uverbs_create_qp_resp ibv_resp;
+	struct mbcf_create_qp_resp drv;
+};
+static_assert(offsetof(struct mbcf_create_qp_resp_full, drv) ==
+	      sizeof(struct ib_uverbs_create_qp_resp),
+	      "driver data must follow the core response");
+
+/* A CQ entry is the kernel's struct ib_uverbs_wc, byte for byte. */
+static_assert(sizeof(struct ib_uverbs_wc) == MBCF_CQE_SIZE,
+	      "MBCF_CQE_SIZE is sizeof(struct ib_uverbs_wc)");
+
 static inline struct mbcf_context *to_mctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct mbcf_context, vctx.context);
 }
+
+static inline struct mbcf_cq *to_mcq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct mbcf_cq, ibcq);
+}
+
+static inline struct mbcf_qp *to_mqp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct mbcf_qp, ibqp);
+}
+
+/*
+ * cq.c / qp.c: check a kernel-supplied ring description (power-of-two
+ * entries, stride at least min_stride, the mapping large enough for every
+ * entry) and map it on the context fd; returns 0 or an errno.
+ */
+int mbcf_ring_map(struct ibv_context *ibctx, const struct mbcf_ring_info *info,
+		  uint32_t min_stride, void **map);
 
 /* verbs.c */
 int mbcf_verbs_query_device_ex(struct ibv_context *ibctx,
