@@ -67,6 +67,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	mbcf_main_untrack(dev);
 	WARN_ON_ONCE(atomic_read(&dev->pd_count));
 	WARN_ON_ONCE(atomic_read(&dev->ucontext_count));
+	mbcf_mr_dev_fini(dev);
 	netdev_put(dev->ndev, &dev->ndev_tracker);
 }
 
@@ -97,6 +98,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	INIT_LIST_HEAD(&dev->list);
 	atomic_set(&dev->pd_count, 0);
 	atomic_set(&dev->ucontext_count, 0);
+	mbcf_mr_dev_init(dev);
 
 	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
 	dev->ibdev.phys_port_cnt = 1;
@@ -110,6 +112,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 
 	ib_set_device_ops(&dev->ibdev, &mbcf_device_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_verbs_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_mr_ops);
 	return dev;
 }
 

@@ -12,6 +12,7 @@
  *   qp.c      QP verbs: create/modify/query/destroy, doorbells, state
  *   proto.c   binds the protocol core (core/) to a QP: the mbcf_ops
  *   net.c     the only file that touches sk_buff: frames in and out
+ *   mr.c      memory regions: the only file that touches user pages
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -57,9 +58,17 @@ struct mbcf_dev {
 	atomic_t cq_count;
 	atomic_t qp_count;
 	struct xarray qp_xa;		/* qpn -> struct mbcf_qp, RCU lookups */
+	u32 qp_next;			/* cyclic QPN allocation */
+	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
 	struct mbcf_counters ctr;	/* frames no QP claimed (parse drops...) */
 	spinlock_t ctr_lock;
+	/* mr.c: memory regions; xa index = key >> 8, RCU lookups */
+	struct xarray mr_xa;
+	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
+	u8 mr_gen;			/* key generation, bumped on wrap (xa_lock) */
+	atomic_t mr_count;
+	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 };
 
 struct mbcf_ucontext {
@@ -105,7 +114,10 @@ struct mbcf_qp {
 	struct mbcf_ring_end sq;
 	u8 *sq_copy;			/* private copies, FIFO by cookie */
 	u32 sq_head, sq_tail;		/* oldest uncompleted, next free */
-	bool sq_draining;		/* mbcf_qp_drain_sq() is running */
+	/* A request failed locally: error the QP once the core returns. */
+	enum ib_wc_status conn_failed;
+	bool failed_valid;
+	struct mbcf_send_wqe failed_wqe;
 
 	/* Receive queue: same; claimed by the core one message at a time. */
 	struct mbcf_umap *rq_umap;
@@ -144,6 +156,10 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct mbcf_qp, ibqp);
 }
+
+/* main.c: module parameters */
+extern unsigned int mbcf_window;
+extern unsigned int mbcf_ack_interval;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
@@ -187,8 +203,9 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad_wr);
 int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
-void mbcf_qp_drain_sq(struct mbcf_qp *qp, u64 now);
+void mbcf_qp_settle(struct mbcf_qp *qp, u64 now);
 void mbcf_qp_to_error(struct mbcf_qp *qp);
+enum ib_wc_opcode mbcf_qp_send_wc_opcode(struct mbcf_qp *qp, u64 cookie);
 struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie);
 struct mbcf_recv_wqe *mbcf_qp_rq_wqe(struct mbcf_qp *qp, u64 cookie);
 
@@ -205,5 +222,41 @@ int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
+
+/* mr.c */
+struct mbcf_sge;
+
+/* A registered user memory region; target addresses [iova, iova + length). */
+struct mbcf_mr {
+	struct ib_mr ibmr;
+	struct ib_pd *pd;		/* ibmr.pd is set only after reg returns */
+	struct ib_umem *umem;
+	struct page **pages;		/* the pinned pages, in address order */
+	unsigned long npages;
+	u64 iova;
+	u64 length;
+	u32 key;			/* lkey == rkey: index << 8 | generation */
+	u32 page_offset;		/* of byte 0 (at iova) in pages[0] */
+	int access;			/* IB_ACCESS_* granted */
+};
+
+extern const struct ib_device_ops mbcf_mr_ops;
+void mbcf_mr_dev_init(struct mbcf_dev *dev);
+void mbcf_mr_dev_fini(struct mbcf_dev *dev);
+/* Lookups: any context, never sleep; 0 or -EINVAL/-EACCES/-ERANGE. */
+int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		    const void *src, u32 len, int access);
+int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		     void *dst, u32 len, int access);
+int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		  u32 len, int access);
+int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		   bool cmp_swap, u64 swap_add, u64 compare, u64 *orig);
+int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
+		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		   void *dst, u32 len);
+int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
+		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		    const void *src, u32 len);
 
 #endif /* MBCF_KMOD_H */

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mbcf memory regions: user memory pinned for remote and local access, and
+ * the only code in the module that touches its pages.
+ *
+ * A key (lkey == rkey) is the MR's index in the device's xarray shifted left
+ * by 8, or'ed with a generation, so a stale key whose index was reused fails.
+ * The receive path (softirq, under a QP spinlock) finds the MR under
+ * rcu_read_lock() and checks key, PD, access and bounds before it touches a
+ * byte.  dereg_mr unpublishes the MR, waits for those readers with
+ * synchronize_rcu() and only then unpins: a copy never sees freed pages.
+ */
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
+
+#include "mbcf.h"
+#include "rdma/mbcf-abi.h"
+
+#define MBCF_MR_GEN_BITS	8
+#define MBCF_MR_INDEX_MAX	((1U << (32 - MBCF_MR_GEN_BITS)) - 1)
+
+/* The access an MR may grant; anything else is refused. */
+#define MBCF_MR_ACCESS		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+static inline struct mbcf_mr *to_mbcf_mr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct mbcf_mr, ibmr);
+}
+
+static inline u32 mbcf_mr_key_index(u32 key)
+{
+	return key >> MBCF_MR_GEN_BITS;
+}
+
+void mbcf_mr_dev_init(struct mbcf_dev *dev)
+{
+	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1);
+	dev->mr_next = 1;
+	dev->mr_gen = 0;
+	atomic_set(&dev->mr_count, 0);
+	atomic_long_set(&dev->mr_pinned_pages, 0);
+}
+
+/* From dealloc_driver: every ucontext, hence every MR, is gone by now. */
+void mbcf_mr_dev_fini(struct mbcf_dev *dev)
+{
+	WARN_ON_ONCE(atomic_read(&dev->mr_count));
+	WARN_ON_ONCE(atomic_long_read(&dev->mr_pinned_pages));
+	WARN_ON_ONCE(!xa_empty(&dev->mr_xa));
+	xa_destroy(&dev->mr_xa);
+}
+
+/* --- registration ---------------------------------------------------------- */
+
+static int mbcf_mr_check_args(u64 start, u64 length, u64 iova, int access)
+{
+	if (!length || iova + length < iova)
+		return -EINVAL;
+	/*
+	 * Target address iova + n is user address start + n.  Equal page
+	 * offsets (uverbs insists too) keep an 8-byte aligned target address
+	 * aligned in memory, so an atomic never straddles a page.
+	 */
+	if (offset_in_page(start) != offset_in_page(iova))
+		return -EINVAL;
+	if (access & ~MBCF_MR_ACCESS)
+		return -EINVAL;
+	/* Verbs: remote write and atomic imply the memory is writable. */
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+/* An array of the pinned pages, so a byte's page is found in O(1). */
+static int mbcf_mr_fill_pages(struct mbcf_mr *mr)
+{
+	struct sg_page_iter iter;
+	unsigned long i = 0;
+
+	mr->npages = ib_umem_num_pages(mr->umem);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
+		if (WARN_ON_ONCE(i == mr->npages))
+			goto err_count;
+		mr->pages[i++] = sg_page_iter_page(&iter);
+	}
+	if (WARN_ON_ONCE(i != mr->npages))
+		goto err_count;
+	return 0;
+
+err_count:
+	kvfree(mr->pages);
+	return -EFAULT;
+}
+
+/*
+ * Reserve an index (xa_load() returns NULL for it until the MR is
+ * published) and make the key.  An index comes back only after the cyclic
+ * cursor wrapped, so bumping the generation on each wrap makes every key
+ * of a reused index differ from its old ones (for 256 wraps).
+ */
+static int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key)
+{
+	u32 index;
+	int err;
+
+	xa_lock(&dev->mr_xa);
+	err = __xa_alloc_cyclic(&dev->mr_xa, &index, NULL,
+				XA_LIMIT(1, MBCF_MR_INDEX_MAX), &dev->mr_next,
+				GFP_KERNEL);
+	if (err == 1)
+		dev->mr_gen++;
+	*key = index << MBCF_MR_GEN_BITS | dev->mr_gen;
+	xa_unlock(&dev->mr_xa);
+	return err < 0 ? err : 0;
+}
+
+static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
+{
+	atomic_long_sub(mr->npages, &dev->mr_pinned_pages);
+	kvfree(mr->pages);
+	ib_umem_release(mr->umem);
+}
+
+static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
+				      u64 length, u64 iova, int access,
+				      struct ib_udata *udata)
+{
+	struct mbcf_dev *dev = mbcf_pd_dev(ibpd);
+	struct mbcf_mr *mr;
+	int err;
+
+	/* Optional flags (relaxed ordering) are hints; they mean nothing here. */
+	access &= ~IB_ACCESS_OPTIONAL;
+	err = mbcf_mr_check_args(start, length, iova, access);
+	if (err)
+		return ERR_PTR(err);
+	if (udata && udata->inlen)
+		return ERR_PTR(-EINVAL);
+
+	if (atomic_inc_return(&dev->mr_count) > MBCF_MAX_MR) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	/* Pins (writable if any write access) and charges RLIMIT_MEMLOCK. */
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_alloc;
+	}
+	err = mbcf_mr_fill_pages(mr);
+	if (err)
+		goto err_pin;
+	err = mbcf_mr_alloc_key(dev, &mr->key);
+	if (err)
+		goto err_pages;
+
+	/* ibmr.pd is set by the core only after we return: keep our own. */
+	mr->pd = ibpd;
+	mr->iova = iova;
+	mr->length = length;
+	mr->page_offset = offset_in_page(start);
+	mr->access = access;
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	atomic_long_add(mr->npages, &dev->mr_pinned_pages);
+	/* Publish (release semantics); cannot fail: the slot is reserved. */
+	xa_store(&dev->mr_xa, mbcf_mr_key_index(mr->key), mr, GFP_KERNEL);
+	return &mr->ibmr;
+
+err_pages:
+	kvfree(mr->pages);
+err_pin:
+	ib_umem_release(mr->umem);
+err_alloc:
+	kfree(mr);
+err_count:
+	atomic_dec(&dev->mr_count);
+	return ERR_PTR(err);
+}
+
+/* Also called for each live MR when a process dies; must not fail. */
+static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct mbcf_mr *mr = to_mbcf_mr(ibmr);
+	struct mbcf_dev *dev = mbcf_pd_dev(mr->pd);
+
+	xa_erase(&dev->mr_xa, mbcf_mr_key_index(mr->key));
+	/* Receive-path lookups may still be copying; their pages stay pinned. */
+	synchronize_rcu();
+	mbcf_mr_unpin(dev, mr);
+	kfree(mr);
+	atomic_dec(&dev->mr_count);
+	return 0;
+}
+
+const struct ib_device_ops mbcf_mr_ops = {
+	.reg_user_mr = mbcf_mr_reg_user,
+	.dereg_mr = mbcf_mr_dereg,
+};
+
+/* --- lookup and access (any context, never sleeps) ------------------------- */
+
+/*
+ * The MR of key, if it grants access to [va, va + len) in pd.  Caller holds
+ * rcu_read_lock(); the MR stays valid until rcu_read_unlock().
+ */
+static struct mbcf_mr *mbcf_mr_find(struct mbcf_dev *dev, struct ib_pd *pd,
+				    u32 key, u64 va, u64 len, int access)
+{
+	struct mbcf_mr *mr = xa_load(&dev->mr_xa, mbcf_mr_key_index(key));
+
+	if (!mr || mr->key != key)
+		return ERR_PTR(-EINVAL);
+	if (mr->pd != pd || (mr->access & access) != access)
+		return ERR_PTR(-EACCES);
+	/* Overflow-safe form of iova <= va && va + len <= iova + length. */
+	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
+		return ERR_PTR(-ERANGE);
+	return mr;
+}
+
+/* Copy len bytes at offset off of a checked range, page by page. */
+static void mbcf_mr_copy_bytes(struct mbcf_mr *mr, u64 off, void *buf,
+			       u32 len, bool to_mr)
+{
+	u64 pos = off + mr->page_offset;
+
+	while (len) {
+		struct page *page = mr->pages[pos >> PAGE_SHIFT];
+		u32 in_page = offset_in_page(pos);
+		u32 n = min_t(u32, len, PAGE_SIZE - in_page);
+
+		if (to_mr)
+			memcpy_to_page(page, in_page, buf, n);
+		else
+			memcpy_from_page(buf, page, in_page, n);
+		buf += n;
+		pos += n;
+		len -= n;
+	}
+}
+
+static int mbcf_mr_access(struct mbcf_dev *dev, struct ib_pd *pd, u32 key,
+			  u64 va, void *buf, u32 len, int access, bool to_mr)
+{
+	struct mbcf_mr *mr;
+	int err = 0;
+
+	/* Verbs: a zero-length operation needs no valid key. */
+	if (!len)
+		return 0;
+	rcu_read_lock();
+	mr = mbcf_mr_find(dev, pd, key, va, len, access);
+	if (IS_ERR(mr))
+		err = PTR_ERR(mr);
+	else if (buf)
+		mbcf_mr_copy_bytes(mr, va - mr->iova, buf, len, to_mr);
+	rcu_read_unlock();
+	return err;
+}
+
+int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		    const void *src, u32 len, int access)
+{
+	/* Pages pinned without FOLL_WRITE (no write access) are never written. */
+	return mbcf_mr_access(dev, pd, key, va, (void *)src, len,
+			      access | IB_ACCESS_LOCAL_WRITE, true);
+}
+
+int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		     void *dst, u32 len, int access)
+{
+	return mbcf_mr_access(dev, pd, key, va, dst, len, access, false);
+}
+
+int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		  u32 len, int access)
+{
+	return mbcf_mr_access(dev, pd, key, va, NULL, len, access, false);
+}
+
+/*
+ * A real atomic instruction on the target memory, so it is atomic against
+ * the target CPU's own accesses too, with no lock.  The 8 aligned bytes lie
+ * in one page (equal page offsets of iova and start, see check_args).
+ */
+static u64 mbcf_mr_atomic_op(struct mbcf_mr *mr, u64 off, bool cmp_swap,
+			     u64 swap_add, u64 compare)
+{
+	u64 pos = off + mr->page_offset;
+	struct page *page = mr->pages[pos >> PAGE_SHIFT];
+	atomic64_t *p = kmap_local_page(page) + offset_in_page(pos);
+	u64 orig;
+
+	if (cmp_swap)
+		orig = atomic64_cmpxchg(p, compare, swap_add);
+	else
+		orig = atomic64_fetch_add(swap_add, p);
+	flush_dcache_page(page);
+	kunmap_local(p);
+	return orig;
+}
+
+int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		   bool cmp_swap, u64 swap_add, u64 compare, u64 *orig)
+{
+	struct mbcf_mr *mr;
+	int err = 0;
+
+	if (!IS_ALIGNED(va, sizeof(u64)))
+		return -EINVAL;
+	rcu_read_lock();
+	mr = mbcf_mr_find(dev, pd, key, va, sizeof(u64),
+			  IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(mr))
+		err = PTR_ERR(mr);
+	else
+		*orig = mbcf_mr_atomic_op(mr, va - mr->iova, cmp_swap,
+					  swap_add, compare);
+	rcu_read_unlock();
+	return err;
+}
+
+/*
+ * Copy bytes [offset, offset + len) of the concatenation of an SGL: skip
+ * the SGEs before offset, then one MR access per SGE touched (one in the
+ * common single-SGE case).
+ */
+static int mbcf_mr_sgl_copy(struct mbcf_dev *dev, struct ib_pd *pd,
+			    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+			    void *buf, u32 len, int access, bool to_mr)
+{
+	const struct mbcf_sge *end = sge + num_sge;
+	u64 skip = offset;
+	int err;
+
+	for (; len; sge++) {
+		u64 va;
+		u32 n;
+
+		if (sge == end)
+			return -ERANGE;
+		if (skip >= sge->length) {
+			skip -= sge->length;
+			continue;
+		}
+		va = sge->addr + skip;
+		if (va < sge->addr)
+			return -ERANGE;
+		n = min_t(u64, len, sge->length - skip);
+		err = mbcf_mr_access(dev, pd, sge->lkey, va, buf, n, access,
+				     to_mr);
+		if (err)
+			return err;
+		buf += n;
+		len -= n;
+		skip = 0;
+	}
+	return 0;
+}
+
+int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
+		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		   void *dst, u32 len)
+{
+	/* Reading one's own registered memory needs no access flag. */
+	return mbcf_mr_sgl_copy(dev, pd, sge, num_sge, offset, dst, len, 0,
+				false);
+}
+
+int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
+		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		    const void *src, u32 len)
+{
+	return mbcf_mr_sgl_copy(dev, pd, sge, num_sge, offset, (void *)src,
+				len, IB_ACCESS_LOCAL_WRITE, true);
+}
