@@ -116,6 +116,34 @@ int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 	return MBCF_POST_OK;
 }
 
+/*
+ * Verbs gives the send side (sq_psn, timeout, retry counts, max_rd_atomic)
+ * only at RTS, after the receive side started at RTR (mbcf_conn_init).
+ * Allowed while nothing has been sent on our stream yet.
+ */
+int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
+{
+	if (c->state != MBCF_CONN_RTS || c->snd_max != c->snd_una ||
+	    c->req.tail != c->req.head || c->resp.tail != c->resp.head)
+		return MBCF_POST_STATE;
+	if (cfg->retry_cnt > 7 || cfg->rnr_retry > 7 || !cfg->max_rd_atomic ||
+	    !cfg->rto_ns)
+		return MBCF_POST_INVAL;
+	c->cfg.sq_psn = cfg->sq_psn & MBCF_PSN_MASK;
+	c->cfg.retry_cnt = cfg->retry_cnt;
+	c->cfg.rnr_retry = cfg->rnr_retry;
+	c->cfg.max_rd_atomic = cfg->max_rd_atomic;
+	c->cfg.rto_ns = cfg->rto_ns;
+	c->cfg.rto_max_ns = cfg->rto_max_ns >= cfg->rto_ns ? cfg->rto_max_ns :
+							     cfg->rto_ns * 64;
+	c->cfg.min_rnr_ns = cfg->min_rnr_ns;
+	c->snd_una = c->snd_nxt = c->snd_max = c->cfg.sq_psn;
+	c->retry_left = cfg->retry_cnt;
+	c->rnr_left = cfg->rnr_retry;
+	c->rto_cur = cfg->rto_ns;
+	return MBCF_POST_OK;
+}
+
 static void conn_timer_update(struct mbcf_conn *c)
 {
 	u64 at = 0;

@@ -260,6 +260,7 @@ int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 		   const struct mbcf_ops *ops, void *env,
 		   struct mbcf_msg *req_ring, u32 req_size,
 		   struct mbcf_msg *resp_ring, u32 resp_size);
+int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg);
 int mbcf_conn_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr);
 int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now);
 void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
