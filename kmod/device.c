@@ -6,7 +6,9 @@
  * of its netdev, or module unload.  Unregistration always ends in
  * mbcf_device_dealloc_driver(), which the RDMA core calls once.
  */
+#include <linux/ethtool.h>
 #include <linux/module.h>
+#include <linux/rtnetlink.h>
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
 
@@ -38,6 +40,19 @@ enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
 	return IB_MTU_256;
 }
 
+/* The netdev's speed (under RTNL), which sizes the send-ahead window. */
+void mbcf_device_update_speed(struct mbcf_dev *dev)
+{
+	struct ethtool_link_ksettings ks;
+	u32 mbps = 0;
+
+	ASSERT_RTNL();
+	if (!__ethtool_get_link_ksettings(dev->ndev, &ks) &&
+	    ks.base.speed != SPEED_UNKNOWN)
+		mbps = ks.base.speed;
+	WRITE_ONCE(dev->link_mbps, mbps);	/* 0: the core assumes GbE */
+}
+
 void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type)
 {
 	struct ib_event ev = {
@@ -67,6 +82,12 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	mbcf_main_untrack(dev);
 	WARN_ON_ONCE(atomic_read(&dev->pd_count));
 	WARN_ON_ONCE(atomic_read(&dev->ucontext_count));
+	WARN_ON_ONCE(atomic_read(&dev->cq_count));
+	WARN_ON_ONCE(atomic_read(&dev->qp_count));
+	mbcf_net_stop(dev);
+	WARN_ON_ONCE(!xa_empty(&dev->qp_xa));
+	xa_destroy(&dev->qp_xa);
+	free_percpu(dev->rx_ctr);
 	mbcf_mr_dev_fini(dev);
 	netdev_put(dev->ndev, &dev->ndev_tracker);
 }
@@ -92,12 +113,20 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	dev = ib_alloc_device(mbcf_dev, ibdev);
 	if (!dev)
 		return NULL;
+	dev->rx_ctr = alloc_percpu(struct mbcf_counters);
+	if (!dev->rx_ctr) {
+		ib_dealloc_device(&dev->ibdev);
+		return NULL;
+	}
 	/* Dropped by mbcf_device_dealloc_driver(), on every path. */
 	dev->ndev = ndev;
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&dev->list);
 	atomic_set(&dev->pd_count, 0);
 	atomic_set(&dev->ucontext_count, 0);
+	atomic_set(&dev->cq_count, 0);
+	atomic_set(&dev->qp_count, 0);
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	mbcf_mr_dev_init(dev);
 
 	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
@@ -105,7 +134,9 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	dev->ibdev.num_comp_vectors = 1;
 	dev->ibdev.local_dma_lkey = 0;
 	dev->ibdev.kverbs_provider = false;
+	/* POST_SEND/POST_RECV with no work request are our doorbells. */
 	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				      BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
 				      BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ibdev.node_desc, "mbcf", sizeof(dev->ibdev.node_desc));
 	mbcf_device_set_guid(dev);
@@ -143,6 +174,10 @@ int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
 	if (err)
 		goto err_dealloc;
 
+	rtnl_lock();
+	mbcf_device_update_speed(dev);
+	rtnl_unlock();
+	mbcf_net_start(dev);
 	mbcf_main_track(dev);
 	/*
 	 * A NETDEV_UNREGISTER that ran before we were tracked found nothing

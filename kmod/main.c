@@ -16,6 +16,14 @@
  * serialises `rdma link add` so two adds cannot both pass the duplicate
  * check for one netdev.
  */
+unsigned int mbcf_window;
+module_param_named(window, mbcf_window, uint, 0644);
+MODULE_PARM_DESC(window, "Send-ahead window in frames for new connections (0 = from link speed)");
+
+unsigned int mbcf_ack_interval;
+module_param_named(ack_interval, mbcf_ack_interval, uint, 0644);
+MODULE_PARM_DESC(ack_interval, "Ask for an acknowledgement every N frames (0 = as the window needs)");
+
 static LIST_HEAD(mbcf_main_devices);
 static DEFINE_SPINLOCK(mbcf_main_devices_lock);
 static DEFINE_MUTEX(mbcf_main_newlink_mutex);
@@ -93,6 +101,7 @@ static int mbcf_main_netdev_event(struct notifier_block *nb,
 	case NETDEV_UP:
 	case NETDEV_DOWN:
 	case NETDEV_CHANGE:
+		mbcf_device_update_speed(dev);
 		mbcf_main_port_changed(dev);
 		break;
 	default:

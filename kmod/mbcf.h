@@ -61,8 +61,8 @@ struct mbcf_dev {
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
-	struct mbcf_counters ctr;	/* frames no QP claimed (parse drops...) */
-	spinlock_t ctr_lock;
+	/* Frames dropped before a QP took them (parser, demux), per CPU. */
+	struct mbcf_counters __percpu *rx_ctr;
 	/* mr.c: memory regions; xa index = key >> 8, RCU lookups */
 	struct xarray mr_xa;
 	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
@@ -118,6 +118,7 @@ struct mbcf_qp {
 	enum ib_wc_status conn_failed;
 	bool failed_valid;
 	struct mbcf_send_wqe failed_wqe;
+	bool rx_bad;			/* the claimed receive rejected data */
 
 	/* Receive queue: same; claimed by the core one message at a time. */
 	struct mbcf_umap *rq_umap;
@@ -170,6 +171,7 @@ void mbcf_main_untrack(struct mbcf_dev *dev);
 int mbcf_device_create(const char *ibdev_name, struct net_device *ndev);
 void mbcf_device_queue_unregister(struct mbcf_dev *dev);
 void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type);
+void mbcf_device_update_speed(struct mbcf_dev *dev);
 bool mbcf_device_port_active(const struct mbcf_dev *dev);
 enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev);
 
