@@ -13,6 +13,13 @@ set -u
 
 job=${1:-}
 
+# vm_phase NAME: log the guest uptime at the end of a setup phase.
+vm_phase() {
+	local up
+	read -r up _ </proc/uptime
+	echo "mbcf-vm: [$up s] $*"
+}
+
 poweroff_now() {
 	sync
 	echo o >/proc/sysrq-trigger
@@ -53,17 +60,28 @@ export MBCF_VM_LIB="$MBCF_SRC/tests/vm/lib.sh"
 . "$MBCF_VM_LIB" || fail_setup "cannot source $MBCF_VM_LIB"
 
 ip link set lo up
+vm_phase "root mounted"
 
 if [ -n "$MBCF_BUILD" ]; then
-	if ! cmake --install "$MBCF_BUILD" >/tmp/mbcf-install.log 2>&1; then
+	# The build's install code may call depmod (~30 s under TCG here): make
+	# that a no-op; the module index is handled below.
+	stub=/run/mbcf-vm-stub
+	mkdir -p "$stub"
+	printf '#!/bin/sh\necho "(depmod $* deferred to the rig)"\n' >"$stub/depmod"
+	chmod +x "$stub/depmod"
+	if ! PATH=$stub:$PATH cmake --install "$MBCF_BUILD" >/tmp/mbcf-install.log 2>&1; then
 		cat /tmp/mbcf-install.log
 		fail_setup "cmake --install $MBCF_BUILD"
 	fi
+	vm_phase "cmake --install done"
 	upper=/run/overlay/upper
 	# ldconfig reads every library over 9p (~5 s under TCG): only when needed.
-	if [ -n "$(find "$upper" \( -name '*.so*' ! -path '*/libibverbs/*' \
-		-o -path '*/ld.so.conf.d/*' \) -print -quit 2>/dev/null)" ]; then
+	if [ -n "$(find "$upper" \( \( -name '*.so' -o -name '*.so.[0-9]*' \) \
+		! -path '*/libibverbs/*' -o -path '*/ld.so.conf.d/*' \) -print -quit 2>/dev/null)" ]; then
+		vm_log "ldconfig for: $(find "$upper" \( \( -name '*.so' -o -name '*.so.[0-9]*' \) \
+			! -path '*/libibverbs/*' -o -path '*/ld.so.conf.d/*' \) -print -quit)"
 		ldconfig
+		vm_phase "ldconfig done"
 	fi
 	# depmod -a parses all ~4000 modules (~30 s under TCG): run.sh computed
 	# the index on the host for exactly the modules the build installs; use it
@@ -85,6 +103,7 @@ fi
 
 if [ "$VM_TOPOLOGY" = 1 ]; then
 	vm_topology || fail_setup "topology"
+	vm_phase "topology done"
 fi
 
 echo "MBCF-VM-BEGIN uptime=$(cut -d' ' -f1 /proc/uptime)"
