@@ -120,6 +120,8 @@ case "$cache" in
 esac
 [[ $cache =~ ^[A-Za-z0-9/._+-]+$ ]] || die "cache dir '$cache' has characters unsafe for the kernel command line"
 
+[[ $here =~ ^[A-Za-z0-9/._+-]+$ ]] || die "repo path '$here' has characters unsafe for the kernel command line"
+
 initmods=()
 add_mods() {
 	local m line p seen
