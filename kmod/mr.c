@@ -84,7 +84,9 @@ static int mbcf_mr_fill_pages(struct mbcf_mr *mr)
 	unsigned long i = 0;
 
 	mr->npages = ib_umem_num_pages(mr->umem);
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	/* NOWARN: kvmalloc WARNs on > INT_MAX bytes, a size user space picks. */
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
+				   GFP_KERNEL | __GFP_NOWARN);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
