@@ -13,13 +13,6 @@ set -u
 
 job=${1:-}
 
-# vm_phase NAME: log the guest uptime at the end of a setup phase.
-vm_phase() {
-	local up
-	read -r up _ </proc/uptime
-	echo "mbcf-vm: [$up s] $*"
-}
-
 poweroff_now() {
 	sync
 	echo o >/proc/sysrq-trigger

@@ -22,6 +22,13 @@ vm_log() {
 	echo "mbcf-vm: $*"
 }
 
+# vm_phase MSG: log MSG with the guest uptime, e.g. "mbcf-vm: [12.3 s] MSG".
+vm_phase() {
+	local up _
+	read -r up _ </proc/uptime
+	echo "mbcf-vm: [$up s] $*"
+}
+
 vm_fail() {
 	echo "FAIL: $*" >&2
 	return 1
@@ -156,8 +163,10 @@ vm_topology() {
 	ip link set veth0 up
 	ip -n "$VM_NS" link set veth1 up
 
+	vm_phase "veth pair up"
 	modprobe rdma_rxe || return 1
 	rdma link add rxe0 type rxe netdev veth0 || return 1
+	vm_phase "rxe0 added"
 
 	if vm_have_mbcf; then
 		if ! modprobe mbcf; then

@@ -178,6 +178,8 @@ if [ ! -s "$initrd" ]; then
 fi
 
 # --- per-run dir, job file ------------------------------------------------------
+# Run dirs of runs that were SIGKILLed (no trap) are dropped after a day.
+find "$cache" -maxdepth 1 -name 'run.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
 rundir=$(mktemp -d "$cache/run.XXXXXX")
 qpid=
 # shellcheck disable=SC2317 # invoked by the trap
