@@ -153,7 +153,9 @@ assert_cmd() {
 vm_topology() {
 	local mbcf_ok=0
 	modprobe veth || return 1
-	sysctl -qw net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0
+	# No IPv6 duplicate address detection: addresses (and GIDs) usable at once.
+	echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad
+	echo 0 >/proc/sys/net/ipv6/conf/all/accept_dad
 	ip netns add "$VM_NS" || return 1
 	ip -n "$VM_NS" link set lo up
 	ip link add veth0 type veth peer name veth1 || return 1
