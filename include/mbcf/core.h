@@ -84,7 +84,7 @@ struct mbcf_wr {
 
 struct mbcf_cqe {
 	u64 cookie;		/* requester: wr cookie; receive: claimed recv */
-	u32 byte_len;		/* receive: message length */
+	u32 byte_len;		/* message length (receive: bytes received) */
 	u32 imm;
 	u8 op;			/* message opcode (SEND, WRITE_IMM, READ_REQ...) */
 	u8 status;		/* enum mbcf_wc_status */

@@ -206,6 +206,7 @@ TEST_F(Pair, ReadReturnsTargetMemoryAcrossFrames)
 	settle(a, b, now);
 	ASSERT_EQ(a.cqes.size(), 1u);
 	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[0].byte_len, 5000u);
 	EXPECT_EQ(memcmp(a.local[c].data(), t, 5000), 0);
 	EXPECT_EQ(a.conn.rd_out, 0u);
 	EXPECT_EQ(b.conn.resp.head, b.conn.resp.tail);	// released by ack
@@ -507,6 +508,22 @@ TEST_F(Pair, SequenceWrapsMidStream)
 	EXPECT_LT(a.conn.snd_max, 100u);
 	for (auto &c : a.cqes)
 		EXPECT_EQ(c.status, MBCF_WC_SUCCESS);
+}
+
+TEST_F(Pair, SendSideIsSetAtRts)
+{
+	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 0, 200);
+	setup(ca, default_cfg(0x22, 0x11, 200, 5000));
+	ca.sq_psn = 5000;
+	ca.retry_cnt = 1;
+	ASSERT_EQ(mbcf_conn_set_send(&a.conn, &ca), 0);
+	post(a, MBCF_OP_WRITE, 10);
+	EXPECT_EQ(frame(a, 0).psn, 5000u);
+	EXPECT_EQ(mbcf_conn_set_send(&a.conn, &ca), MBCF_POST_STATE);	// too late
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 1u);
+	ca.retry_cnt = 9;
+	EXPECT_EQ(mbcf_conn_set_send(&b.conn, &ca), MBCF_POST_INVAL);
 }
 
 TEST_F(Pair, FlushCompletesEverythingAndCancelsTimer)
