@@ -74,7 +74,7 @@ vm_dmesg_check() {
 	fi
 	VM_DMESG_BAD=$(printf '%s\n' "$lines" | wc -l)
 	echo "FAIL: kernel log has $VM_DMESG_BAD suspicious line(s):" >&2
-	printf '  | %s\n' "$lines" | head -n 60 >&2
+	printf '%s\n' "$lines" | head -n 60 | sed 's/^/  | /' >&2
 	return 1
 }
 

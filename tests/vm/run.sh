@@ -367,7 +367,15 @@ elif [ "$rc" != 0 ]; then
 elif [ "$dmesg_bad" != 0 ]; then
 	echo "run.sh: FAIL: kernel log scan found $dmesg_bad suspicious line(s)" >&2
 	status=1
-else
+fi
+if [ -n "$rc" ] && [ "$dmesg_bad" != 0 ]; then
+	# Show the first report in full (the guest printed only matching lines).
+	re=$(sed -n "s/^VM_DMESG_BAD_RE='\(.*\)'\$/\1/p" "$here/lib.sh")
+	echo "run.sh: kernel log from the first suspicious line:" >&2
+	awk '/^MBCF-VM-DMESG-BEGIN/ { on = 1; next } /^MBCF-VM-DMESG-END/ { on = 0 } on' "$log" |
+		grep -E -A 40 -m 1 -- "$re" | sed 's/^/  | /' >&2 || true
+fi
+if [ "$status" = 0 ]; then
 	echo "run.sh: PASS: $(basename "$script")"
 fi
 echo "run.sh: timing: first test command at ${t_begin:-?} s, total ${t_total} s (kernel $kver, smp $smp, tcg)"
