@@ -69,6 +69,7 @@ static struct mbcf_qp *make_qp(uint32_t n, uint32_t max_sge,
 	qp->ibqp.context = &vctx->context;
 	qp->ibqp.qp_type = IBV_QPT_RC;
 	qp->ibqp.handle = 0x77;
+	qp->ibqp.state = IBV_QPS_RTS;
 	qp->max_inline = max_inline;
 	qp->sq.map = ring_mem(n, sstride);
 	qp->rq.map = ring_mem(n, rstride);
@@ -234,6 +235,15 @@ static void test_send(void)
 	wr[0].next = NULL;
 	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EIO && bad == &wr[0]);
 	CHECK(doorbell(&h) == 0);
+	*mbcf_ring_cons(&ksq) = ksq.idx;
+
+	/* Not ready to send: immediate EINVAL, nothing queued. */
+	qp->ibqp.state = IBV_QPS_RTR;
+	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
+	qp->ibqp.state = IBV_QPS_ERR;	/* accepted: the kernel flushes it */
+	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	CHECK(ktake(&ksq, copy, ksq.stride) != NULL);
+	CHECK(doorbell(&h) == IB_USER_VERBS_CMD_POST_SEND);	/* still idle */
 
 	free_qp(qp);
 }
@@ -280,6 +290,12 @@ static void test_recv(void)
 	wr[2].num_sge = 0;
 	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == 0);
 	CHECK(doorbell(&h) == 0);
+	mbcf_ring_consume_slot(&krq, &corrupt);
+	mbcf_ring_consume(&krq);
+	qp->ibqp.state = IBV_QPS_RESET;
+	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == EINVAL && bad == &wr[2]);
+	qp->ibqp.state = IBV_QPS_INIT;	/* receives may be posted from INIT */
+	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == 0);
 	free_qp(qp);
 }
 

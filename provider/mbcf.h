@@ -48,8 +48,8 @@ struct mbcf_cq {
 /* One work queue of a QP (send or receive): we produce, the kernel consumes. */
 struct mbcf_wq {
 	pthread_spinlock_t lock;	/* serialises posters */
-	struct mbcf_ring_end ring;	/* producer end; base NULL: no ring */
-	void *map;
+	struct mbcf_ring_end ring;	/* producer end */
+	void *map;			/* NULL: a queue of 0 entries */
 	size_t map_len;
 	uint32_t max_sge;		/* the QP's cap, checked per WR */
 };

@@ -246,7 +246,12 @@ int mbcf_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int ret = 0, db;
 
 	*bad_wr = NULL;
-	if (ibqp->qp_type != IBV_QPT_RC) {
+	/*
+	 * Immediate errors of the verbs spec: not an RC QP of ours, or a send
+	 * queue not yet ready (ibqp->state is kept by ibv_modify_qp()).
+	 */
+	if (ibqp->qp_type != IBV_QPT_RC || ibqp->state == IBV_QPS_RESET ||
+	    ibqp->state == IBV_QPS_INIT || ibqp->state == IBV_QPS_RTR) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -313,6 +318,11 @@ int mbcf_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret = 0, db;
 
 	*bad_wr = NULL;
+	/* A receive queue in RESET takes nothing (verbs: immediate error). */
+	if (ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->rq.lock);
 	for (; wr; wr = wr->next) {
 		ret = mbcf_post_one_recv(qp, wr);
