@@ -122,13 +122,35 @@ static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
 	return m;
 }
 
+/*
+ * The started message of ring r that holds psn.  Started messages have
+ * increasing first_psns, so a binary search finds it; a linear scan backs
+ * it up for the pathological case of a message so old (a read waiting for
+ * its response over 2^23 frames) that serial order no longer holds.
+ */
 static struct mbcf_msg *send_find_in(const struct mbcf_ring *r, u32 psn)
 {
-	u32 i;
+	u32 lo = r->head, n = r->next - r->head, i;
+	struct mbcf_msg *m;
 
+	while (n > 1) {
+		u32 half = n / 2;
+
+		m = mbcf_ring_at(r, lo + half);
+		if (mbcf_seq_le(m->first_psn, psn)) {
+			lo += half;
+			n -= half;
+		} else {
+			n = half;
+		}
+	}
+	if (n) {
+		m = mbcf_ring_at(r, lo);
+		if (mbcf_seq_in(psn, m->first_psn, m->nframes))
+			return m;
+	}
 	for (i = r->head; i != r->next; i++) {
-		struct mbcf_msg *m = mbcf_ring_at(r, i);
-
+		m = mbcf_ring_at(r, i);
 		if (mbcf_seq_in(psn, m->first_psn, m->nframes))
 			return m;
 	}
@@ -136,11 +158,17 @@ static struct mbcf_msg *send_find_in(const struct mbcf_ring *r, u32 psn)
 }
 
 /* The started message that owns an unacknowledged psn (retransmission). */
-static struct mbcf_msg *send_find(const struct mbcf_conn *c, u32 psn)
+static struct mbcf_msg *send_find(struct mbcf_conn *c, u32 psn)
 {
-	struct mbcf_msg *m = send_find_in(&c->req, psn);
+	struct mbcf_msg *m = c->rtx;
 
-	return m ? m : send_find_in(&c->resp, psn);
+	if (m && mbcf_seq_in(psn, m->first_psn, m->nframes))
+		return m;
+	m = send_find_in(&c->req, psn);
+	if (!m)
+		m = send_find_in(&c->resp, psn);
+	c->rtx = m;
+	return m;
 }
 
 /* Could another frame follow the one at snd_nxt in this burst? */
@@ -383,9 +411,14 @@ void mbcf_send_complete(struct mbcf_conn *c)
 	struct mbcf_msg *m;
 	u8 st;
 
-	while (c->resp.head != c->resp.next &&
-	       send_msg_acked(c, mbcf_ring_at(&c->resp, c->resp.head)))
+	while (c->resp.head != c->resp.next) {
+		m = mbcf_ring_at(&c->resp, c->resp.head);
+		if (!send_msg_acked(c, m))
+			break;
+		if (c->rtx == m)
+			c->rtx = NULL;	/* the slot will be reused */
 		c->resp.head++;
+	}
 	while (c->state == MBCF_CONN_RTS && c->req.head != c->req.next) {
 		m = mbcf_ring_at(&c->req, c->req.head);
 		if (!send_msg_done(c, m)) {
@@ -393,6 +426,8 @@ void mbcf_send_complete(struct mbcf_conn *c)
 			return;
 		}
 		c->req.head++;
+		if (c->rtx == m)
+			c->rtx = NULL;
 		st = m->status;
 		send_complete_msg(c, m, st);
 		if (st != MBCF_WC_SUCCESS)
@@ -590,6 +625,7 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 	c->req.next = c->req.tail;
 	c->resp.head = c->resp.next = c->resp.tail;
 	c->cur = NULL;
+	c->rtx = NULL;
 	c->rd_out = 0;
 	c->stopped = false;
 	c->rto_at = 0;

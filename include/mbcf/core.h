@@ -183,6 +183,7 @@ struct mbcf_conn {
 	struct mbcf_ring req;	/* our work requests */
 	struct mbcf_ring resp;	/* our read/atomic responses to the peer */
 	struct mbcf_msg *cur;	/* message whose frames are first being sent */
+	struct mbcf_msg *rtx;	/* last message retransmitted from (a hint) */
 	u32 snd_una;		/* oldest unacknowledged psn */
 	u32 snd_nxt;		/* next psn to (re)transmit */
 	u32 snd_max;		/* next never-sent psn */
