@@ -43,6 +43,7 @@ struct ibv_cq *mbcf_cq_create(struct ibv_context *ibctx, int cqe,
 			      int comp_vector)
 {
 	struct mbcf_create_cq_resp_full resp = {};
+	struct ibv_create_cq cmd = {};
 	struct mbcf_cq *cq;
 	void *map;
 	int ret;
@@ -51,9 +52,10 @@ struct ibv_cq *mbcf_cq_create(struct ibv_context *ibctx, int cqe,
 	if (!cq)
 		return NULL;
 
-	/* No driver input: the kernel sizes the ring from cqe. */
+	/* No driver input (the core command only): the kernel sizes the
+	 * ring from cqe and reports the true depth in cq->cqe. */
 	ret = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector, &cq->ibcq,
-				NULL, 0, &resp.ibv_resp, sizeof(resp));
+				&cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
 
