@@ -240,6 +240,9 @@ struct mbcf_mr {
 	u32 key;			/* lkey == rkey: index << 8 | generation */
 	u32 page_offset;		/* of byte 0 (at iova) in pages[0] */
 	int access;			/* IB_ACCESS_* granted */
+	refcount_t ref;			/* registry + receive-path copies */
+	struct completion released;	/* ref hit zero: pages unused */
+	struct rcu_head rcu;		/* late lookups may read the struct */
 };
 
 extern const struct ib_device_ops mbcf_mr_ops;
