@@ -48,7 +48,7 @@ check assert_eq "$base" "$(pins_held)" "pinned pages after mr_test check"
 check assert_eq 0 "$(res_count mr)" "mbcf0 MRs after mr_test check"
 
 # --- a process killed with live MRs releases them all ----------------------------
-nmr=200
+nmr=1000
 log=/var/tmp/mr_hold.log
 "$prog" -d mbcf0 hold "$nmr" >"$log" 2>&1 &
 pid=$!
