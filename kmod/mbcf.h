@@ -248,7 +248,11 @@ struct mbcf_mr {
 extern const struct ib_device_ops mbcf_mr_ops;
 void mbcf_mr_dev_init(struct mbcf_dev *dev);
 void mbcf_mr_dev_fini(struct mbcf_dev *dev);
-/* Lookups: any context, never sleep; 0 or -EINVAL/-EACCES/-ERANGE. */
+/*
+ * Lookups: any context, never sleep.  0, or -ENOKEY (no such key, or a
+ * stale one), -EACCES (access flags or PD), -ERANGE (bounds), -EINVAL
+ * (atomic va not 8-byte aligned: an invalid request, not an access error).
+ */
 int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
 		    const void *src, u32 len, int access);
 int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,

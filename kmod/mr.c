@@ -243,7 +243,7 @@ static struct mbcf_mr *mbcf_mr_find(struct mbcf_dev *dev, struct ib_pd *pd,
 	struct mbcf_mr *mr = xa_load(&dev->mr_xa, mbcf_mr_key_index(key));
 
 	if (!mr || mr->key != key)
-		return ERR_PTR(-EINVAL);
+		return ERR_PTR(-ENOKEY);
 	if (mr->pd != pd || (mr->access & access) != access)
 		return ERR_PTR(-EACCES);
 	/* Overflow-safe form of iova <= va && va + len <= iova + length. */
@@ -259,7 +259,7 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_dev *dev, struct ib_pd *pd,
 	struct mbcf_mr *mr = mbcf_mr_find(dev, pd, key, va, len, access);
 
 	if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
-		return ERR_PTR(-EINVAL);	/* being deregistered */
+		return ERR_PTR(-ENOKEY);	/* being deregistered */
 	return mr;
 }
 
