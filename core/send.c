@@ -430,8 +430,9 @@ void mbcf_send_complete(struct mbcf_conn *c)
 			c->rtx = NULL;
 		st = m->status;
 		send_complete_msg(c, m, st);
+		/* m is gone from the ring: everything after it is flushed */
 		if (st != MBCF_WC_SUCCESS)
-			mbcf_conn_enter_error(c, false, 0, st);
+			mbcf_conn_enter_error(c, true, m->first_psn, st);
 	}
 }
 

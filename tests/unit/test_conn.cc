@@ -526,6 +526,90 @@ TEST_F(Pair, SendSideIsSetAtRts)
 	EXPECT_EQ(mbcf_conn_set_send(&b.conn, &ca), MBCF_POST_INVAL);
 }
 
+TEST_F(Pair, FenceWaitsForEarlierReads)
+{
+	defer = true;
+	post(a, MBCF_OP_READ_REQ, 100);
+	mbcf_wr w = make_wr(next_cookie++, MBCF_OP_WRITE, 10, kBase, kRkey);
+	w.flags = MBCF_WR_FENCE;
+	a.local[w.cookie] = std::vector<uint8_t>(10, 1);
+	ASSERT_EQ(mbcf_conn_enqueue(&a.conn, &w), 0);
+	post(a, MBCF_OP_WRITE, 10);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 1u);	// the fenced write waits, and so does the rest
+	EXPECT_TRUE(frame(a, 0).flags & MBCF_F_ACKREQ);	// burst ends at the fence
+	pump(a, b, now);
+	pump(b, a, now);		// the read's response completes it
+	EXPECT_EQ(a.cqes.size(), 1u);
+	ASSERT_EQ(a.out.size(), 2u);
+	EXPECT_EQ(frame(a, 0).op, MBCF_OP_WRITE);
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 3u);
+}
+
+TEST_F(Pair, LocalProtectionErrorOnResponseData)
+{
+	uint64_t c = post(a, MBCF_OP_READ_REQ, 100);
+	post(a, MBCF_OP_WRITE, 10);
+	a.local[c].resize(10);		// the local buffer cannot take the data
+	settle(a, b, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(a.error_status, MBCF_WC_LOC_PROT_ERR);
+}
+
+TEST_F(Pair, ResetConnectionDropsEverything)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	mbcf_conn_flush(&b.conn);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_RESET);
+	EXPECT_STREQ(mbcf_conn_state_name(b.conn.state), "RESET");
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.ctr.drop_error_state, 1u);
+	EXPECT_EQ(b.target_writes, 0);
+	EXPECT_TRUE(b.out.empty());
+	mbcf_wr w = make_wr(1, MBCF_OP_WRITE, 1, kBase, kRkey);
+	EXPECT_EQ(mbcf_conn_post(&b.conn, &w, now), MBCF_POST_STATE);
+	ASSERT_EQ(b.init(default_cfg(0x22, 0x11, 200, 100)), 0);	// RESET -> RTS
+	EXPECT_EQ(b.conn.state, MBCF_CONN_RTS);
+}
+
+TEST_F(Pair, PostRejectsBadRequests)
+{
+	mbcf_wr w = make_wr(1, MBCF_OP_READ_RESP, 1, kBase, kRkey);
+	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
+	w.op = MBCF_OP_ACK;
+	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
+	w.op = MBCF_OP_WRITE;
+	w.len = MBCF_MSG_MAX + 1;
+	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
+	w.len = 1;
+	w.flags = 0x40;
+	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
+	w.flags = 0;
+	a.local[1] = std::vector<uint8_t>(1);
+	for (int i = 0; i < 64; i++)
+		EXPECT_EQ(mbcf_conn_enqueue(&a.conn, &w), 0);
+	EXPECT_EQ(mbcf_conn_enqueue(&a.conn, &w), MBCF_POST_FULL);
+}
+
+TEST_F(Pair, BrokenSegmentationIsInvalidRequest)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	mbcf_frame f = frame(a, 0);
+	f.flags &= ~MBCF_F_FIRST;	// a middle frame with no first
+	uint8_t hdr[MBCF_HDR_MAX];
+	uint32_t hl = mbcf_codec_build(&f, hdr);
+	std::vector<uint8_t> b2(hdr, hdr + hl);
+	b2.resize(hl + 10, 0);
+	deliver(b, b2, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_INVALID_REQUEST);
+}
+
 TEST_F(Pair, FlushCompletesEverythingAndCancelsTimer)
 {
 	b.recvs.push_back({1, 4096});
