@@ -66,10 +66,10 @@ static struct mbcf_qp *make_qp(uint32_t n, uint32_t max_sge,
 	uint32_t sstride = (sizeof(struct mbcf_send_wqe) + body + 15) & ~15u;
 	uint32_t rstride = sizeof(struct mbcf_recv_wqe) + max_sge * 16;
 
-	qp->ibqp.context = &vctx->context;
-	qp->ibqp.qp_type = IBV_QPT_RC;
-	qp->ibqp.handle = 0x77;
-	qp->ibqp.state = IBV_QPS_RTS;
+	qp->vqp.qp.context = &vctx->context;
+	qp->vqp.qp.qp_type = IBV_QPT_RC;
+	qp->vqp.qp.handle = 0x77;
+	qp->vqp.qp.state = IBV_QPS_RTS;
 	qp->max_inline = max_inline;
 	qp->sq.map = ring_mem(n, sstride);
 	qp->rq.map = ring_mem(n, rstride);
@@ -123,6 +123,9 @@ static void test_send(void)
 	char a[40] = "hello ", b[] = "world";
 	int i;
 
+	/* The installed libibverbs must see no extended QP in ours. */
+	CHECK(ibv_qp_to_qp_ex(&qp->vqp.qp) == NULL);
+
 	/* SEND, 2 SGEs, kernel busy: no doorbell. */
 	memset(wr, 0, sizeof(wr));
 	wr[0].wr_id = 42;
@@ -132,7 +135,7 @@ static void test_send(void)
 	wr[0].num_sge = 2;
 	wr[0].imm_data = 0xdeadbeef;	/* ignored: no immediate */
 	bad = (void *)1;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == 0);
 	CHECK(doorbell(&h) == 0);
 	w = ktake(&ksq, copy, ksq.stride);
 	CHECK(w && w->wr_id == 42 && w->opcode == IBV_WR_SEND &&
@@ -149,7 +152,7 @@ static void test_send(void)
 	wr[0].wr.rdma.remote_addr = 0xabcdef00;
 	wr[0].wr.rdma.rkey = 0x55;
 	wr[0].num_sge = 3;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == 0);
 	CHECK(doorbell(&h) == IB_USER_VERBS_CMD_POST_SEND && h == 0x77);
 	CHECK(doorbell(&h) == 0);
 	w = ktake(&ksq, copy, ksq.stride);
@@ -166,7 +169,7 @@ static void test_send(void)
 	wr[0].wr.atomic.compare_add = 5;
 	wr[0].wr.atomic.swap = 6;
 	wr[0].wr.atomic.rkey = 9;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == 0);
 	w = ktake(&ksq, copy, ksq.stride);
 	CHECK(w && w->remote_addr == 0x8000 && w->compare_add == 5 &&
 	      w->swap == 6 && w->rkey == 9 && w->imm_data_be == 0);
@@ -179,7 +182,7 @@ static void test_send(void)
 	wr[0].opcode = IBV_WR_SEND;
 	wr[0].send_flags = IBV_SEND_INLINE;
 	wr[0].num_sge = 2;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == 0);
 	memset(a, 'X', 6);	/* the caller may reuse its buffer at once */
 	w = ktake(&ksq, copy, ksq.stride);
 	CHECK(w && w->num_sge == 0 && w->inline_len == 11 &&
@@ -188,24 +191,24 @@ static void test_send(void)
 	/* Rejections: nothing enters the ring, *bad_wr is the culprit. */
 	sge[0].length = 30;	/* 30 + 5 > max_inline 32 */
 	bad = NULL;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
 	sge[0].length = 27;	/* exactly 32: fits */
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == 0);
 	w = ktake(&ksq, copy, ksq.stride);
 	CHECK(w && w->inline_len == 32);
 	sge[0].length = 1;
 	wr[0].opcode = IBV_WR_RDMA_READ;	/* inline READ */
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL);
 	wr[0].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL);
 	wr[0].send_flags = 0;
 	wr[0].opcode = IBV_WR_LOCAL_INV;	/* unsupported opcode */
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL);
 	wr[0].opcode = IBV_WR_SEND;
 	wr[0].num_sge = 4;			/* > max_send_sge 3 */
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL);
 	wr[0].num_sge = -1;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL);
 	CHECK(ktake(&ksq, copy, ksq.stride) == NULL);
 
 	/* A chain longer than the ring: 4 go in, the 5th is *bad_wr, and
@@ -217,7 +220,7 @@ static void test_send(void)
 		wr[i].next = i < 5 ? &wr[i + 1] : NULL;
 	}
 	*mbcf_ring_db(&ksq) = 1;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == ENOMEM && bad == &wr[4]);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == ENOMEM && bad == &wr[4]);
 	CHECK(doorbell(&h) == IB_USER_VERBS_CMD_POST_SEND);
 	for (i = 0; i < 4; i++) {
 		w = ktake(&ksq, copy, ksq.stride);
@@ -226,22 +229,22 @@ static void test_send(void)
 	CHECK(ktake(&ksq, copy, ksq.stride) == NULL);
 	/* Nothing posted (ring is free but the first WR is bad): no doorbell. */
 	wr[0].opcode = 99;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
 	CHECK(doorbell(&h) == 0);
 	wr[0].opcode = IBV_WR_SEND;
 
 	/* A kernel index that cannot be: EIO, never a write out of bounds. */
 	*mbcf_ring_cons(&ksq) = ksq.idx + 1;
 	wr[0].next = NULL;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EIO && bad == &wr[0]);
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EIO && bad == &wr[0]);
 	CHECK(doorbell(&h) == 0);
 	*mbcf_ring_cons(&ksq) = ksq.idx;
 
 	/* Not ready to send: immediate EINVAL, nothing queued. */
-	qp->ibqp.state = IBV_QPS_RTR;
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
-	qp->ibqp.state = IBV_QPS_ERR;	/* accepted: the kernel flushes it */
-	CHECK(mbcf_qp_post_send(&qp->ibqp, &wr[0], &bad) == 0);
+	qp->vqp.qp.state = IBV_QPS_RTR;
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == EINVAL && bad == &wr[0]);
+	qp->vqp.qp.state = IBV_QPS_ERR;	/* accepted: the kernel flushes it */
+	CHECK(mbcf_qp_post_send(&qp->vqp.qp, &wr[0], &bad) == 0);
 	CHECK(ktake(&ksq, copy, ksq.stride) != NULL);
 	CHECK(doorbell(&h) == IB_USER_VERBS_CMD_POST_SEND);	/* still idle */
 
@@ -271,7 +274,7 @@ static void test_recv(void)
 		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
 	}
 	*mbcf_ring_db(&krq) = 1;
-	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[0], &bad) == ENOMEM && bad == &wr[2]);
+	CHECK(mbcf_qp_post_recv(&qp->vqp.qp, &wr[0], &bad) == ENOMEM && bad == &wr[2]);
 	CHECK(doorbell(&h) == IB_USER_VERBS_CMD_POST_RECV && h == 0x77);
 	for (i = 0; i < 2; i++) {
 		w = mbcf_ring_consume_slot(&krq, &corrupt);
@@ -286,16 +289,16 @@ static void test_recv(void)
 	}
 	*mbcf_ring_db(&krq) = 0;
 	wr[2].num_sge = 3;	/* > max_recv_sge */
-	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == EINVAL && bad == &wr[2]);
+	CHECK(mbcf_qp_post_recv(&qp->vqp.qp, &wr[2], &bad) == EINVAL && bad == &wr[2]);
 	wr[2].num_sge = 0;
-	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == 0);
+	CHECK(mbcf_qp_post_recv(&qp->vqp.qp, &wr[2], &bad) == 0);
 	CHECK(doorbell(&h) == 0);
 	mbcf_ring_consume_slot(&krq, &corrupt);
 	mbcf_ring_consume(&krq);
-	qp->ibqp.state = IBV_QPS_RESET;
-	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == EINVAL && bad == &wr[2]);
-	qp->ibqp.state = IBV_QPS_INIT;	/* receives may be posted from INIT */
-	CHECK(mbcf_qp_post_recv(&qp->ibqp, &wr[2], &bad) == 0);
+	qp->vqp.qp.state = IBV_QPS_RESET;
+	CHECK(mbcf_qp_post_recv(&qp->vqp.qp, &wr[2], &bad) == EINVAL && bad == &wr[2]);
+	qp->vqp.qp.state = IBV_QPS_INIT;	/* receives may be posted from INIT */
+	CHECK(mbcf_qp_post_recv(&qp->vqp.qp, &wr[2], &bad) == 0);
 	free_qp(qp);
 }
 

@@ -54,8 +54,14 @@ struct mbcf_wq {
 	uint32_t max_sge;		/* the QP's cap, checked per WR */
 };
 
+/*
+ * vqp, not a bare ibv_qp, and kept zeroed: libibverbs' ibv_qp_to_qp_ex()
+ * reads verbs_qp.comp_mask, whose offset differs between the private
+ * headers (56.1: ibv_qp_ex grew) and Debian 12's libibverbs 44.0; zero at
+ * both offsets means "no ibv_qp_ex" (create_qp_ex is not offered).
+ */
 struct mbcf_qp {
-	struct ibv_qp ibqp;
+	struct verbs_qp vqp;
 	struct mbcf_wq sq;
 	struct mbcf_wq rq;
 	uint32_t max_inline;		/* bytes of IBV_SEND_INLINE data per WR */
@@ -111,7 +117,7 @@ static inline struct mbcf_cq *to_mcq(struct ibv_cq *ibcq)
 
 static inline struct mbcf_qp *to_mqp(struct ibv_qp *ibqp)
 {
-	return container_of(ibqp, struct mbcf_qp, ibqp);
+	return container_of(ibqp, struct mbcf_qp, vqp.qp);
 }
 
 /*

@@ -71,7 +71,7 @@ struct ibv_qp *mbcf_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 
 	/* The kernel sizes everything; attr->cap comes back with the truth. */
-	ret = ibv_cmd_create_qp(pd, &qp->ibqp, attr, &cmd, sizeof(cmd),
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
@@ -90,12 +90,12 @@ struct ibv_qp *mbcf_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
-	return &qp->ibqp;
+	return &qp->vqp.qp;
 
 err_unmap:
 	mbcf_wq_unmap(&qp->sq);
 err_destroy:
-	ibv_cmd_destroy_qp(&qp->ibqp);
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
 err_free:
 	free(qp);
 	errno = ret;
