@@ -73,6 +73,10 @@ script=$(realpath "$script")
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
 
 t_start=$EPOCHREALTIME
+elapsed() { # seconds since t_start
+	local now=$EPOCHREALTIME
+	awk -v a="$t_start" -v b="$now" 'BEGIN { printf "%.1f", b - a }'
+}
 
 command -v qemu-system-x86_64 >/dev/null || {
 	echo "run.sh: SKIP: qemu-system-x86_64 missing (scripts/install-deps.sh)" >&2
@@ -177,6 +181,33 @@ if [ ! -s "$initrd" ]; then
 	exec 9>&-
 fi
 
+# Boot the uncompressed ELF vmlinux through QEMU's PVH entry when the kernel
+# has CONFIG_PVH: no decompression of the xz bzImage under TCG (seconds).
+# MBCF_VM_PVH=0 boots the bzImage as is.
+extract_vmlinux() { # BZIMAGE OUT: unpack the xz payload of a bzImage
+	local off
+	off=$(LC_ALL=C grep -m 1 -aboP '\xfd7zXZ\x00' "$1" | cut -d: -f1)
+	[ -n "$off" ] || return 1
+	xz -dc --single-stream <(tail -c +"$((off + 1))" "$1") >"$2.tmp.$$" 2>/dev/null || return 1
+	[ "$(head -c 4 "$2.tmp.$$" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || return 1
+	mv -f "$2.tmp.$$" "$2"
+}
+if [ "${MBCF_VM_PVH:-1}" = 1 ] && grep -qx 'CONFIG_PVH=y' "/boot/config-$kver" 2>/dev/null &&
+	command -v xz >/dev/null; then
+	vmlinux=$cache/vmlinux-$kver-$(stat -c %Y-%s "$kernel")
+	if [ ! -s "$vmlinux" ]; then
+		exec 9>"$cache/lock"
+		flock 9
+		if [ ! -s "$vmlinux" ]; then
+			find "$cache" -maxdepth 1 -name "vmlinux-$kver-*" -delete
+			extract_vmlinux "$kernel" "$vmlinux" || rm -f "$vmlinux.tmp.$$"
+		fi
+		flock -u 9
+		exec 9>&-
+	fi
+	[ -s "$vmlinux" ] && kernel=$vmlinux
+fi
+
 # --- per-run dir, job file ------------------------------------------------------
 # Run dirs of runs that were SIGKILLed (no trap) are dropped after a day.
 find "$cache" -maxdepth 1 -name 'run.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
@@ -231,6 +262,7 @@ prepare_depmod() {
 		done < <(cd "$d" && find . -name '*.ko*' -type f -print0)
 	done
 	depmod -b "$farm" "$kver" || return 1
+	[ "$quiet" = 1 ] || echo "run.sh: [$(elapsed) s] module index made on the host ($(printf '%s\n' "$manifest" | wc -l) modules)"
 	rm -rf "$depmod_dir.tmp.$$"
 	mkdir -p "$depmod_dir.tmp.$$"
 	for f in "$farm/lib/modules/$kver"/modules.*; do
@@ -239,6 +271,7 @@ prepare_depmod() {
 	printf '%s\n' "$manifest" >"$depmod_dir.tmp.$$/manifest"
 	rm -rf "$depmod_dir"
 	mv "$depmod_dir.tmp.$$" "$depmod_dir"
+	rm -rf "$farm"
 	find "$cache" -maxdepth 1 -name 'depmod-*' -mmin +600 ! -path "$depmod_dir" -exec rm -rf {} + 2>/dev/null || true
 }
 depmod_dir=
@@ -291,14 +324,11 @@ qemu=(
 
 fifo=$rundir/console
 mkfifo "$fifo"
+[ "$quiet" = 1 ] || echo "run.sh: [$(elapsed) s] host side ready, starting qemu (kernel $kver)"
 "${qemu[@]}" </dev/null >"$fifo" 2>"$rundir/qemu.err" &
 qpid=$!
 
 # --- console loop with the watchdog ---------------------------------------------
-elapsed() { # seconds since t_start
-	local now=$EPOCHREALTIME
-	awk -v a="$t_start" -v b="$now" 'BEGIN { printf "%.1f", b - a }'
-}
 deadline=$((${t_start%.*} + timeout))
 result=
 t_begin=
