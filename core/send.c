@@ -438,14 +438,16 @@ void mbcf_send_complete(struct mbcf_conn *c)
 
 /*
  * Cumulative acknowledgement: every psn before ack_psn was accepted.  Stale
- * acks are ignored; an ack of a psn we never sent makes the frame invalid.
+ * acks are ignored; an ack of a psn we never sent makes the frame invalid,
+ * except while nothing is outstanding: between RTR and RTS the peer may
+ * already know the sq_psn we have not been given yet (verbs).
  */
 bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 {
 	if (mbcf_seq_diff(ack_psn, c->snd_una) <= 0)
 		return true;
 	if (mbcf_seq_diff(ack_psn, c->snd_max) > 0)
-		return false;
+		return c->snd_una == c->snd_max;
 	c->snd_una = ack_psn;
 	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;

@@ -472,6 +472,17 @@ TEST_F(Pair, AckOfUnsentPsnIsDropped)
 	EXPECT_EQ(a.target_writes, 0);
 }
 
+TEST_F(Pair, AckBeyondAnythingSentIsHarmlessWhenIdle)
+{
+	post(b, MBCF_OP_WRITE, 10);
+	mbcf_frame f = frame(b, 0);
+	f.ack_psn = 150;	// A has sent nothing: the peer knows a later sq_psn
+	mbcf_conn_rx(&a.conn, &f, now);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 0u);
+	EXPECT_EQ(a.target_writes, 1);
+	EXPECT_EQ(a.conn.snd_una, 100u);
+}
+
 TEST_F(Pair, BusyTransmitWaitsForKick)
 {
 	a.busy = 1;
