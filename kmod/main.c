@@ -148,6 +148,7 @@ static int __init mbcf_main_init(void)
 {
 	int err;
 
+	mbcf_stats_init();
 	err = register_netdevice_notifier(&mbcf_main_netdev_nb);
 	if (err)
 		return err;

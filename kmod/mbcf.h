@@ -12,6 +12,7 @@
  *   qp.c      QP verbs: create/modify/query/destroy, doorbells, state
  *   proto.c   binds the protocol core (core/) to a QP: the mbcf_ops
  *   net.c     the only file that touches sk_buff: frames in and out
+ *   stats.c   counters for `rdma statistic`
  *   mr.c      memory regions: the only file that touches user pages
  */
 #ifndef MBCF_KMOD_H
@@ -63,6 +64,8 @@ struct mbcf_dev {
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
 	/* Frames dropped before a QP took them (parser, demux), per CPU. */
 	struct mbcf_counters __percpu *rx_ctr;
+	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
+	spinlock_t retired_lock;
 	/* mr.c: memory regions; xa index = key >> 8, RCU lookups */
 	struct xarray mr_xa;
 	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
@@ -218,6 +221,11 @@ void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		   const u8 *src_mac);
 enum hrtimer_restart mbcf_proto_timer(struct hrtimer *t);
 u64 mbcf_proto_now(void);
+
+/* stats.c */
+extern const struct ib_device_ops mbcf_stats_ops;
+void mbcf_stats_init(void);
+void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 
 /* net.c */
 int mbcf_net_start(struct mbcf_dev *dev);

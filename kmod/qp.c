@@ -366,6 +366,9 @@ static int mbcf_qp_alloc_mem(struct mbcf_qp *qp, struct ib_ucontext *uctx,
 		goto err;
 	mbcf_ring_init(&qp->sq, qp->sq_umap->buf, sq_n, sq_stride, 0);
 	mbcf_ring_init(&qp->rq, qp->rq_umap->buf, rq_n, rq_stride, 0);
+	/* Idle from the start: the first posts must ring the doorbell. */
+	mbcf_ring_consumer_idle(&qp->sq);
+	mbcf_ring_consumer_idle(&qp->rq);
 
 	qp->sq_copy = kvcalloc(sq_n, sq_stride, GFP_KERNEL);
 	qp->rq_copy = kvcalloc(rq_n, rq_stride, GFP_KERNEL);
@@ -472,6 +475,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	hrtimer_cancel(&qp->timer);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
 	synchronize_rcu();	/* no frame handler still holds qp */
+	mbcf_stats_retire(dev, &qp->conn.ctr);
 
 	mbcf_qp_free_mem(qp);
 	atomic_dec(&dev->qp_count);
