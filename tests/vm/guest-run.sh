@@ -26,16 +26,8 @@ fail_setup() {
 	poweroff_now
 }
 
-mount -t proc proc /proc || fail_setup "mount /proc"
-mount -t sysfs sysfs /sys
-mkdir -p /dev/pts /dev/shm
-mount -t devpts -o gid=5,mode=620 devpts /dev/pts
-mount -t tmpfs -o mode=1777 shm /dev/shm
-mount -t tmpfs -o mode=1777 tmp /tmp
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-hostname mbcf-vm
-ln -sf /proc/self/fd /dev/fd 2>/dev/null
+# initramfs-init mounted /proc /sys /dev /dev/pts /dev/shm /tmp /run.
+[ -r /proc/uptime ] || fail_setup "no /proc"
 
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb

@@ -156,15 +156,18 @@ vm_topology() {
 	# No IPv6 duplicate address detection: addresses (and GIDs) usable at once.
 	echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad
 	echo 0 >/proc/sys/net/ipv6/conf/all/accept_dad
+	# ip -batch: one process per namespace (each exec is slow under TCG).
 	ip netns add "$VM_NS" || return 1
-	ip -n "$VM_NS" link set lo up
-	ip link add veth0 type veth peer name veth1 || return 1
-	ip link set veth1 netns "$VM_NS" || return 1
-	ip addr add "$VM_IP0/24" dev veth0
-	ip -n "$VM_NS" addr add "$VM_IP1/24" dev veth1
-	ip link set veth0 up
-	ip -n "$VM_NS" link set veth1 up
-
+	ip -batch - <<-EOF || return 1
+		link add veth0 type veth peer name veth1 netns $VM_NS
+		addr add $VM_IP0/24 dev veth0
+		link set veth0 up
+	EOF
+	ip -n "$VM_NS" -batch - <<-EOF || return 1
+		link set lo up
+		addr add $VM_IP1/24 dev veth1
+		link set veth1 up
+	EOF
 	vm_phase "veth pair up"
 	modprobe rdma_rxe || return 1
 	rdma link add rxe0 type rxe netdev veth0 || return 1
