@@ -18,7 +18,7 @@
 #define MBCF_RX_RNR		(-1)	/* no receive posted: STOP */
 #define MBCF_RX_DROP		(-2)	/* not acceptable, not fatal */
 
-static inline struct mbcf_msg *mbcf_ring_at(const struct mbcf_ring *r, u32 i)
+static inline struct mbcf_msg *mbcf_msgq_at(const struct mbcf_msgq *r, u32 i)
 {
 	return &r->m[i & r->mask];
 }

@@ -50,7 +50,7 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 	if (c->req.tail - c->req.head > c->req.mask)
 		return MBCF_POST_FULL;
 
-	m = mbcf_ring_at(&c->req, c->req.tail);
+	m = mbcf_msgq_at(&c->req, c->req.tail);
 	send_init_msg(c, m, wr->op, atomic ? 8 : wr->len);
 	/* psn distances inside one message must stay far below 2^23 */
 	if (m->nframes > (1u << 22))
@@ -79,7 +79,7 @@ struct mbcf_msg *mbcf_send_respond(struct mbcf_conn *c, u8 op, u32 req_psn,
 
 	if (c->resp.tail - c->resp.head >= c->cfg.max_dest_rd_atomic)
 		return NULL;
-	m = mbcf_ring_at(&c->resp, c->resp.tail++);
+	m = mbcf_msgq_at(&c->resp, c->resp.tail++);
 	send_init_msg(c, m, op, len);
 	m->req_psn = req_psn;
 	return m;
@@ -99,14 +99,14 @@ static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
 	struct mbcf_msg *m;
 
 	if (c->resp.next != c->resp.tail) {
-		m = mbcf_ring_at(&c->resp, c->resp.next);
+		m = mbcf_msgq_at(&c->resp, c->resp.next);
 		if (!peek)
 			c->resp.next++;
 		return m;
 	}
 	if (c->req.next == c->req.tail)
 		return NULL;
-	m = mbcf_ring_at(&c->req, c->req.next);
+	m = mbcf_msgq_at(&c->req, c->req.next);
 	if ((m->flags & MBCF_MSG_FENCE) && c->rd_out)
 		return NULL;
 	if (mbcf_op_is_rd(m->op)) {
@@ -128,7 +128,7 @@ static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
  * it up for the pathological case of a message so old (a read waiting for
  * its response over 2^23 frames) that serial order no longer holds.
  */
-static struct mbcf_msg *send_find_in(const struct mbcf_ring *r, u32 psn)
+static struct mbcf_msg *send_find_in(const struct mbcf_msgq *r, u32 psn)
 {
 	u32 lo = r->head, n = r->next - r->head, i;
 	struct mbcf_msg *m;
@@ -136,7 +136,7 @@ static struct mbcf_msg *send_find_in(const struct mbcf_ring *r, u32 psn)
 	while (n > 1) {
 		u32 half = n / 2;
 
-		m = mbcf_ring_at(r, lo + half);
+		m = mbcf_msgq_at(r, lo + half);
 		if (mbcf_seq_le(m->first_psn, psn)) {
 			lo += half;
 			n -= half;
@@ -145,12 +145,12 @@ static struct mbcf_msg *send_find_in(const struct mbcf_ring *r, u32 psn)
 		}
 	}
 	if (n) {
-		m = mbcf_ring_at(r, lo);
+		m = mbcf_msgq_at(r, lo);
 		if (mbcf_seq_in(psn, m->first_psn, m->nframes))
 			return m;
 	}
 	for (i = r->head; i != r->next; i++) {
-		m = mbcf_ring_at(r, i);
+		m = mbcf_msgq_at(r, i);
 		if (mbcf_seq_in(psn, m->first_psn, m->nframes))
 			return m;
 	}
@@ -401,7 +401,7 @@ static void send_mark_acked(struct mbcf_conn *c, u32 from)
 	u32 i;
 
 	for (i = from; i != c->req.next; i++)
-		if (!send_msg_acked(c, mbcf_ring_at(&c->req, i)))
+		if (!send_msg_acked(c, mbcf_msgq_at(&c->req, i)))
 			break;
 }
 
@@ -412,7 +412,7 @@ void mbcf_send_complete(struct mbcf_conn *c)
 	u8 st;
 
 	while (c->resp.head != c->resp.next) {
-		m = mbcf_ring_at(&c->resp, c->resp.head);
+		m = mbcf_msgq_at(&c->resp, c->resp.head);
 		if (!send_msg_acked(c, m))
 			break;
 		if (c->rtx == m)
@@ -420,7 +420,7 @@ void mbcf_send_complete(struct mbcf_conn *c)
 		c->resp.head++;
 	}
 	while (c->state == MBCF_CONN_RTS && c->req.head != c->req.next) {
-		m = mbcf_ring_at(&c->req, c->req.head);
+		m = mbcf_msgq_at(&c->req, c->req.head);
 		if (!send_msg_done(c, m)) {
 			send_mark_acked(c, c->req.head + 1);
 			return;
@@ -467,7 +467,7 @@ struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c)
 	u32 i;
 
 	for (i = c->req.head; i != c->req.next; i++) {
-		struct mbcf_msg *m = mbcf_ring_at(&c->req, i);
+		struct mbcf_msg *m = mbcf_msgq_at(&c->req, i);
 
 		if ((m->flags & MBCF_MSG_RD) && !(m->flags & MBCF_MSG_GOT_RESP))
 			return m;
@@ -614,7 +614,7 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 	u8 st;
 
 	for (; c->req.head != c->req.tail; started -= started ? 1 : 0) {
-		m = mbcf_ring_at(&c->req, c->req.head++);
+		m = mbcf_msgq_at(&c->req, c->req.head++);
 		st = MBCF_WC_WR_FLUSH_ERR;
 		if (started && send_msg_done(c, m)) {
 			st = m->status;

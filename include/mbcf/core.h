@@ -165,7 +165,7 @@ struct mbcf_msg {
 	u8 status;
 };
 
-struct mbcf_ring {
+struct mbcf_msgq {
 	struct mbcf_msg *m;
 	u32 mask;		/* size - 1; size is a power of two */
 	u32 head;		/* oldest live message (free-running index) */
@@ -180,8 +180,8 @@ struct mbcf_conn {
 	u8 state;		/* enum mbcf_conn_state */
 
 	/* sender: our stream (section 4) */
-	struct mbcf_ring req;	/* our work requests */
-	struct mbcf_ring resp;	/* our read/atomic responses to the peer */
+	struct mbcf_msgq req;	/* our work requests */
+	struct mbcf_msgq resp;	/* our read/atomic responses to the peer */
 	struct mbcf_msg *cur;	/* message whose frames are first being sent */
 	struct mbcf_msg *rtx;	/* last message retransmitted from (a hint) */
 	u32 snd_una;		/* oldest unacknowledged psn */
