@@ -119,17 +119,21 @@ int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 /*
  * Verbs gives the send side (sq_psn, timeout, retry counts, max_rd_atomic)
  * only at RTS, after the receive side started at RTR (mbcf_conn_init).
- * Allowed while nothing has been sent on our stream yet.
+ * Allowed while no work request has been posted.
  */
 int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
 {
-	if (c->state != MBCF_CONN_RTS || c->snd_max != c->snd_una ||
-	    c->req.tail != c->req.head || c->resp.tail != c->resp.head)
+	if (c->state != MBCF_CONN_RTS || c->req.tail != c->req.head)
 		return MBCF_POST_STATE;
 	if (cfg->retry_cnt > 7 || cfg->rnr_retry > 7 || !cfg->max_rd_atomic ||
 	    !cfg->rto_ns)
 		return MBCF_POST_INVAL;
-	c->cfg.sq_psn = cfg->sq_psn & MBCF_PSN_MASK;
+	/* Already fixed by the peer's first frame: that is what it expects. */
+	if (!c->snd_fixed) {
+		c->snd_fixed = true;
+		c->cfg.sq_psn = cfg->sq_psn & MBCF_PSN_MASK;
+		c->snd_una = c->snd_nxt = c->snd_max = c->cfg.sq_psn;
+	}
 	c->cfg.retry_cnt = cfg->retry_cnt;
 	c->cfg.rnr_retry = cfg->rnr_retry;
 	c->cfg.max_rd_atomic = cfg->max_rd_atomic;
@@ -137,7 +141,6 @@ int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
 	c->cfg.rto_max_ns = cfg->rto_max_ns >= cfg->rto_ns ? cfg->rto_max_ns :
 							     cfg->rto_ns * 64;
 	c->cfg.min_rnr_ns = cfg->min_rnr_ns;
-	c->snd_una = c->snd_nxt = c->snd_max = c->cfg.sq_psn;
 	c->retry_left = cfg->retry_cnt;
 	c->rnr_left = cfg->rnr_retry;
 	c->rto_cur = cfg->rto_ns;
@@ -206,9 +209,30 @@ int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now)
 	return err;
 }
 
+/*
+ * Where our stream starts is what the peer expects: its rq_psn, which it
+ * reports in the ack_psn of every frame.  A verbs responder may stay in
+ * RTR (no sq_psn given) and still answer reads and atomics on our stream,
+ * so until mbcf_conn_set_send() fixed the start, the first frame from the
+ * peer fixes it (docs/protocol.md, "stream start").
+ */
+static void conn_adopt_send_start(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	if (c->snd_fixed || c->state != MBCF_CONN_RTS ||
+	    f->dst_qpn != c->cfg.local_qpn || f->src_qpn != c->cfg.remote_qpn)
+		return;
+	c->snd_fixed = true;
+	if (c->snd_max != c->snd_una || c->req.tail != c->req.head ||
+	    c->resp.tail != c->resp.head)
+		return;		/* cannot happen before the start is fixed */
+	c->snd_una = c->snd_nxt = c->snd_max = f->ack_psn & MBCF_PSN_MASK;
+	c->cfg.sq_psn = c->snd_max;
+}
+
 /* One parsed frame whose dst_qpn selected this connection. */
 void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 {
+	conn_adopt_send_start(c, f);
 	mbcf_recv_frame(c, f, now);
 	conn_settle(c, now);
 }

@@ -194,6 +194,7 @@ struct mbcf_conn {
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
+	bool snd_fixed;		/* our stream's start psn is settled */
 	u8 retry_left, rnr_left;
 	u64 rto_cur;
 	u64 rto_at;		/* retransmit deadline, 0 = none */
