@@ -152,6 +152,10 @@ assert_cmd() {
 # vm_topology: build the test topology (see the top of this file).
 vm_topology() {
 	local mbcf_ok=0
+	if [ -e /sys/class/net/veth0 ]; then
+		vm_log "topology already set up"
+		return 0
+	fi
 	modprobe veth || return 1
 	# No IPv6 duplicate address detection: addresses (and GIDs) usable at once.
 	echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad
