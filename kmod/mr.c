@@ -136,6 +136,18 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	ib_umem_release(mr->umem);
 }
 
+/* Make a fully set up MR visible to lookups. */
+static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
+{
+	refcount_set(&mr->ref, 1);		/* the registry's */
+	init_completion(&mr->released);
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	atomic_long_add(mr->npages, &dev->mr_pinned_pages);
+	/* Release semantics; cannot fail: the slot is reserved. */
+	xa_store(&dev->mr_xa, mbcf_mr_key_index(mr->key), mr, GFP_KERNEL);
+}
+
 static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 				      u64 length, u64 iova, int access,
 				      struct ib_udata *udata)
@@ -173,20 +185,14 @@ static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 	err = mbcf_mr_alloc_key(dev, &mr->key);
 	if (err)
 		goto err_pages;
-
 	/* ibmr.pd is set by the core only after we return: keep our own. */
+
 	mr->pd = ibpd;
 	mr->iova = iova;
 	mr->length = length;
 	mr->page_offset = offset_in_page(start);
 	mr->access = access;
-	refcount_set(&mr->ref, 1);
-	init_completion(&mr->released);
-	mr->ibmr.lkey = mr->key;
-	mr->ibmr.rkey = mr->key;
-	atomic_long_add(mr->npages, &dev->mr_pinned_pages);
-	/* Publish (release semantics); cannot fail: the slot is reserved. */
-	xa_store(&dev->mr_xa, mbcf_mr_key_index(mr->key), mr, GFP_KERNEL);
+	mbcf_mr_publish(dev, mr);
 	return &mr->ibmr;
 
 err_pages:
@@ -216,7 +222,7 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	/*
 	 * No new copy can start now: a lookup that loaded the MR before the
 	 * erase fails refcount_inc_not_zero() once the count hits zero.
-	 * Wait for the copies in flight (short, softirq) to end.
+	 * Wait for the copies in flight (short, never sleeping) to end.
 	 */
 	mbcf_mr_put(mr);
 	wait_for_completion(&mr->released);
