@@ -546,6 +546,9 @@ void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now)
 		}
 		c->rnr_left--;
 	}
+	/* the peer answered: timeouts so far were lost STOPs, not a dead link */
+	c->retry_left = c->cfg.retry_cnt;
+	c->rto_cur = c->cfg.rto_ns;
 	c->stopped = true;
 	c->rnr_at = now + c->cfg.min_rnr_ns;
 	c->rto_at = 0;

@@ -46,7 +46,7 @@ struct ExpRecv {
 struct Params {
 	double loss, dup, trunc, reorder;
 	uint64_t delay, jitter;
-	double post_p, recv_p;
+	double post_p, recv_p, busy;
 };
 
 struct Side {
@@ -199,6 +199,7 @@ void Sim::configure()
 	pr.jitter = g.u(0, 100) * 1000;
 	pr.post_p = g.u(5, 60) / 100.0;
 	pr.recv_p = g.u(2, 50) / 100.0;
+	pr.busy = g.p(0.5) ? 0 : g.u(0, 50) / 1000.0;
 	c[0] = default_cfg(0x100, 0x200, psn0, psn1);
 	c[1] = default_cfg(0x200, 0x100, psn1, psn0);
 	uint32_t mtu = mtus[g.u(0, 3)];
@@ -291,6 +292,10 @@ bool Sim::done() const
 bool Sim::step()
 {
 	for (int i = 0; i < 2; i++) {
+		// the device queue is sometimes full; it wakes up later
+		s[i].env.busy = g.p(pr.busy) ? (int)g.u(1, 3) : 0;
+		if (s[i].env.conn.tx_busy && g.p(0.3))
+			mbcf_conn_kick(&s[i].env.conn, now);
 		if (g.p(pr.post_p))
 			post_some(i);
 		if (g.p(pr.recv_p))
@@ -439,9 +444,25 @@ void Sim::run()
 			<< s[0].exp_recv.size() << " " << s[1].recvs_posted << "/" << s[1].exp_recv.size()
 			<< " rcqes " << s[0].env.rcqes.size() << " " << s[1].env.rcqes.size();
 		ASSERT_LT(now, 600ull * 1000000000) << "simulated time ran out";
+		if (trace && (s[0].env.conn.state != MBCF_CONN_RTS ||
+			      s[1].env.conn.state != MBCF_CONN_RTS)) {
+			for (int j = 0; j < 2; j++) {
+				printf("side %d state %d stopped %d stop_sent %d rx_msg %d claimed %d rcv_nxt %u:", j,
+				       s[j].env.conn.state, s[j].env.conn.stopped, s[j].env.conn.stop_sent,
+				       s[j].env.conn.rx_msg, s[j].env.conn.rx_claimed, s[j].env.conn.rcv_nxt);
+				for (unsigned k = 0; k < MBCF_CTR_COUNT; k++)
+					if (mbcf_counters_get(&s[j].env.conn.ctr, k))
+						printf(" %s=%llu", mbcf_counters_name(k),
+						       (unsigned long long)mbcf_counters_get(&s[j].env.conn.ctr, k));
+				printf("\n");
+			}
+		}
 		for (int i = 0; i < 2 && !with_error; i++) {
 			ASSERT_EQ(s[i].env.conn.state, MBCF_CONN_RTS)
-				<< "side " << i << " errored: " << (int)s[i].env.error_status;
+				<< "side " << i << " errored: " << (int)s[i].env.error_status
+				<< " recvs " << s[1 - i].recvs_posted << "/" << s[1 - i].exp_recv.size()
+				<< " rcqes " << s[1 - i].env.rcqes.size() << " ctr stop_tx "
+				<< s[1 - i].env.conn.ctr.stop_tx << " busy " << s[1 - i].env.conn.ctr.tx_busy;
 		}
 		if (with_error && s[0].env.conn.state != MBCF_CONN_RTS &&
 		    s[1].env.conn.state != MBCF_CONN_RTS)
@@ -525,6 +546,7 @@ TEST(LossyLink, RandomStreamsMatchTheModel)
 	EXPECT_GT(g_total.drop_duplicate, 0u);
 	EXPECT_GT(g_total.drop_out_of_seq, 0u);
 	EXPECT_GT(g_total.drop_truncated + g_total.drop_bad_length, 0u);
+	EXPECT_GT(g_total.tx_busy, 0u);
 	EXPECT_EQ(g_total.drop_bad_ack + g_total.drop_bad_resp + g_total.drop_wrong_qp, 0u);
 	EXPECT_EQ(g_total.remote_errors + g_total.retry_exceeded, 0u);
 }
