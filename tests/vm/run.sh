@@ -250,15 +250,32 @@ prepare_depmod() {
 	key=$(printf '%s\n%s\n' "$kver" "$manifest" | sha256sum | cut -c1-16)
 	depmod_dir=$cache/depmod-$kver-$key
 	[ -s "$depmod_dir/manifest" ] && return 0
+	# The farm links the stock top-level dirs (kernel/, …) as a whole; a dir
+	# the build installs into is copied as a tree of symlinks instead, so
+	# nothing is ever written through a link into the host's /lib/modules.
 	farm=$rundir/farm
-	mkdir -p "$farm/lib/modules"
-	cp -rs "/lib/modules/$kver" "$farm/lib/modules/"
+	local mods=$farm/lib/modules/$kver top b
+	mkdir -p "$mods"
+	for f in "/lib/modules/$kver"/*; do
+		b=${f##*/}
+		case "$b" in
+		modules.order | modules.builtin | modules.builtin.modinfo) ;;
+		modules.*) continue ;; # outputs of depmod
+		esac
+		ln -s "$f" "$mods/$b"
+	done
 	for d in "$stage/lib/modules/$kver" "$stage/usr/lib/modules/$kver"; do
 		[ -d "$d" ] || continue
 		while IFS= read -r -d '' f; do
-			mkdir -p "$(dirname "$farm/lib/modules/$kver/$f")"
-			rm -f "$farm/lib/modules/$kver/$f"
-			cp "$d/$f" "$farm/lib/modules/$kver/$f"
+			f=${f#./}
+			top=${f%%/*}
+			if [ -L "$mods/$top" ]; then
+				rm "$mods/$top"
+				cp -rs "/lib/modules/$kver/$top" "$mods/$top"
+			fi
+			mkdir -p "$(dirname "$mods/$f")"
+			rm -f "$mods/$f"
+			cp "$d/$f" "$mods/$f"
 		done < <(cd "$d" && find . -name '*.ko*' -type f -print0)
 	done
 	depmod -b "$farm" "$kver" || return 1
