@@ -472,11 +472,27 @@ TEST_F(Pair, AckOfUnsentPsnIsDropped)
 	EXPECT_EQ(a.target_writes, 0);
 }
 
-TEST_F(Pair, AckBeyondAnythingSentIsHarmlessWhenIdle)
+TEST_F(Pair, PeerFixesStreamStartBeforeSetSend)
 {
 	post(b, MBCF_OP_WRITE, 10);
 	mbcf_frame f = frame(b, 0);
-	f.ack_psn = 150;	// A has sent nothing: the peer knows a later sq_psn
+	f.ack_psn = 150;	// B expects our stream at 150: we were never told
+	mbcf_conn_rx(&a.conn, &f, now);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 0u);
+	EXPECT_EQ(a.target_writes, 1);
+	EXPECT_EQ(a.conn.snd_una, 150u);
+	a.out.clear();
+	post(a, MBCF_OP_WRITE, 10);
+	EXPECT_EQ(frame(a, 0).psn, 150u);
+}
+
+TEST_F(Pair, AckBeyondAnythingSentIsHarmlessWhenIdle)
+{
+	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+	ASSERT_EQ(mbcf_conn_set_send(&a.conn, &ca), 0);	// start fixed at 100
+	post(b, MBCF_OP_WRITE, 10);
+	mbcf_frame f = frame(b, 0);
+	f.ack_psn = 150;
 	mbcf_conn_rx(&a.conn, &f, now);
 	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 0u);
 	EXPECT_EQ(a.target_writes, 1);
