@@ -115,19 +115,16 @@ struct mbcf_qp {
 	/* Send queue: provider produces WQEs; we copy each out before use. */
 	struct mbcf_umap *sq_umap;
 	struct mbcf_ring_end sq;
-	u8 *sq_copy;			/* private copies, FIFO by cookie */
-	u32 sq_head, sq_tail;		/* oldest uncompleted, next free */
+	u8 *sq_copy;			/* private copies of slots [idx, rd) */
 	/* A request failed locally: error the QP once the core returns. */
 	enum ib_wc_status conn_failed;
-	bool failed_valid;
-	struct mbcf_send_wqe failed_wqe;
+	bool failed_valid;		/* the failed WQE is at sq.rd */
 	bool rx_bad;			/* the claimed receive rejected data */
 
 	/* Receive queue: same; claimed by the core one message at a time. */
 	struct mbcf_umap *rq_umap;
 	struct mbcf_ring_end rq;
 	u8 *rq_copy;
-	u32 rq_head, rq_tail;
 
 	/* The protocol core's connection and the memory it runs on. */
 	struct mbcf_conn conn;

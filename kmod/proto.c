@@ -83,8 +83,6 @@ static int mbcf_proto_recv_claim(void *env, u64 *cookie, u32 *cap)
 	void *e;
 	u32 i;
 
-	if (qp->rq_tail - qp->rq_head > qp->rq.mask)
-		return -ENOSPC;
 	for (;;) {
 		e = mbcf_ring_consume_slot(&qp->rq, &corrupt);
 		if (e)
@@ -92,9 +90,11 @@ static int mbcf_proto_recv_claim(void *env, u64 *cookie, u32 *cap)
 		if (corrupt || mbcf_ring_consumer_idle(&qp->rq))
 			return -ENOENT;	/* the core sends STOP */
 	}
-	w = mbcf_qp_rq_wqe(qp, qp->rq_tail);
+	/* The slot stays taken until the receive completes. */
+	w = mbcf_qp_rq_wqe(qp, qp->rq.rd);
 	memcpy(w, e, qp->rq.stride);
-	mbcf_ring_consume(&qp->rq);
+	*cookie = qp->rq.rd;
+	mbcf_ring_read_next(&qp->rq);
 
 	if (w->num_sge > qp->max_recv_sge) {
 		w->num_sge = 0;		/* nothing can land; LOC_LEN on use */
@@ -103,7 +103,6 @@ static int mbcf_proto_recv_claim(void *env, u64 *cookie, u32 *cap)
 	sge = (struct mbcf_sge *)(w + 1);
 	for (i = 0; i < w->num_sge; i++)
 		total += sge[i].length;
-	*cookie = qp->rq_tail++;
 	*cap = min_t(u64, total, MBCF_MAX_MSG_SIZE);
 	return 0;
 }
@@ -153,9 +152,9 @@ static void mbcf_proto_complete_send(struct mbcf_qp *qp,
 {
 	struct mbcf_send_wqe *w = mbcf_qp_sq_wqe(qp, c->cookie);
 
-	/* The core completes in posting order: the FIFO head. */
-	WARN_ON_ONCE((u32)c->cookie != qp->sq_head);
-	qp->sq_head++;
+	/* The core completes in posting order: the oldest slot held. */
+	WARN_ON_ONCE((u32)c->cookie != qp->sq.idx);
+	mbcf_ring_release(&qp->sq, 1);
 	wc->wr_id = w->wr_id;
 	wc->opcode = mbcf_qp_send_wc_opcode(qp, c->cookie);
 	if (wc->opcode == IB_WC_RDMA_READ)
@@ -175,8 +174,8 @@ static void mbcf_proto_complete_recv(struct mbcf_qp *qp,
 {
 	struct mbcf_recv_wqe *w = mbcf_qp_rq_wqe(qp, c->cookie);
 
-	WARN_ON_ONCE((u32)c->cookie != qp->rq_head);
-	qp->rq_head++;
+	WARN_ON_ONCE((u32)c->cookie != qp->rq.idx);
+	mbcf_ring_release(&qp->rq, 1);
 	wc->wr_id = w->wr_id;
 	wc->byte_len = c->byte_len;
 	wc->opcode = c->op == MBCF_OP_WRITE_IMM ? IB_WC_RECV_RDMA_WITH_IMM :

@@ -200,20 +200,21 @@ enum ib_wc_opcode mbcf_qp_send_wc_opcode(struct mbcf_qp *qp, u64 cookie)
 }
 
 /*
- * Copy send WQEs out of the ring and queue them in the core, as long as
- * the private FIFO has room.  Returns true if any was queued.  When the
- * ring is empty we tell the provider to ring the doorbell next time.
+ * Copy send WQEs out of the ring and queue them in the core.  A WQE's slot
+ * stays taken until it completes (proto.c releases it), so the provider
+ * sees the ring full exactly when max_send_wr requests are outstanding.
+ * Returns true if any was queued.  When the ring is empty we tell the
+ * provider to ring the doorbell next time.
  */
 static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
 {
-	u32 size = qp->sq.mask + 1;
 	bool queued = false, corrupt;
 	struct mbcf_send_wqe *w;
 	struct mbcf_wr wr;
 	enum ib_wc_status st;
 	void *e;
 
-	while (qp->sq_tail - qp->sq_head < size) {
+	for (;;) {
 		e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
 		if (unlikely(corrupt)) {
 			qp->conn_failed = IB_WC_LOC_QP_OP_ERR;
@@ -224,26 +225,52 @@ static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
 				break;
 			continue;
 		}
-		w = mbcf_qp_sq_wqe(qp, qp->sq_tail);
+		w = mbcf_qp_sq_wqe(qp, qp->sq.rd);
 		memcpy(w, e, qp->sq.stride);
-		mbcf_ring_consume(&qp->sq);
 
 		st = mbcf_qp_parse_wqe(qp, w, &wr);
+		if (st == IB_WC_SUCCESS) {
+			wr.cookie = qp->sq.rd;
+			if (WARN_ON_ONCE(mbcf_conn_enqueue(&qp->conn, &wr)))
+				st = IB_WC_LOC_QP_OP_ERR;
+		}
 		if (st != IB_WC_SUCCESS) {
+			/* Left in the ring: completed with @st after a flush. */
 			qp->conn_failed = st;
-			qp->failed_wqe = *w;
 			qp->failed_valid = true;
 			break;
 		}
-		wr.cookie = qp->sq_tail++;
-		if (WARN_ON_ONCE(mbcf_conn_enqueue(&qp->conn, &wr))) {
-			qp->sq_tail--;
-			qp->conn_failed = IB_WC_LOC_QP_OP_ERR;
-			break;
-		}
+		mbcf_ring_read_next(&qp->sq);
 		queued = true;
 	}
 	return queued;
+}
+
+/*
+ * A request failed locally (or the ring is garbage): what was queued before
+ * it is flushed first, then the failed WQE, still at the ring's read cursor,
+ * completes with its own status, then the rest is flushed.
+ */
+static void mbcf_qp_fail(struct mbcf_qp *qp)
+{
+	enum ib_wc_status st = qp->conn_failed;
+	struct mbcf_send_wqe w;
+	bool corrupt;
+	void *e;
+
+	qp->conn_failed = 0;
+	if (qp->conn.state == MBCF_CONN_RTS)
+		mbcf_conn_flush(&qp->conn);
+	if (qp->failed_valid) {
+		e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
+		if (e) {
+			memcpy(&w, e, sizeof(w));
+			mbcf_ring_consume(&qp->sq);
+			mbcf_qp_push_send(qp, &w, st, mbcf_qp_wc_opcode(w.opcode));
+		}
+	}
+	qp->failed_valid = false;
+	mbcf_qp_to_error(qp);
 }
 
 /*
@@ -255,17 +282,8 @@ void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 	if (qp->state == IB_QPS_RTS && mbcf_qp_pull_sq(qp))
 		mbcf_conn_kick(&qp->conn, now);
 
-	if (unlikely(qp->conn_failed)) {
-		enum ib_wc_status st = qp->conn_failed;
-
-		/* What was queued before the bad request is flushed first. */
-		qp->conn_failed = 0;
-		mbcf_qp_to_error(qp);
-		if (qp->failed_valid)
-			mbcf_qp_push_send(qp, &qp->failed_wqe, st,
-					  mbcf_qp_wc_opcode(qp->failed_wqe.opcode));
-		qp->failed_valid = false;
-	}
+	if (unlikely(qp->conn_failed))
+		mbcf_qp_fail(qp);
 	if (qp->state == IB_QPS_ERR)
 		mbcf_qp_flush_rings(qp);
 }
@@ -575,11 +593,13 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 		if (qp->conn.state != MBCF_CONN_RESET)
 			mbcf_conn_flush(&qp->conn);
 		/* Discard what the rings hold, as a reset QP has no WQEs. */
+		/* Consume, never rewind: the provider keeps its own index. */
 		qp->sq.idx = mbcf_ring_load_acquire(mbcf_ring_prod(&qp->sq));
 		qp->rq.idx = mbcf_ring_load_acquire(mbcf_ring_prod(&qp->rq));
 		mbcf_ring_store_release(mbcf_ring_cons(&qp->sq), qp->sq.idx);
 		mbcf_ring_store_release(mbcf_ring_cons(&qp->rq), qp->rq.idx);
-		qp->sq_head = qp->sq_tail = qp->rq_head = qp->rq_tail = 0;
+		qp->sq.rd = qp->sq.idx;
+		qp->rq.rd = qp->rq.idx;
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		break;
 	case IB_QPS_INIT:

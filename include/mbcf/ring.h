@@ -33,12 +33,18 @@
 
 #include <rdma/mbcf-abi.h>
 
-/* One side's view of a ring. */
+/*
+ * One side's view of a ring.  A consumer may read entries ahead of
+ * releasing them (rd runs ahead of idx): the kernel keeps a send or receive
+ * entry's slot taken until the request completes, so the provider can never
+ * have more than num_entries requests outstanding (verbs max_send_wr).
+ */
 struct mbcf_ring_end {
 	__u8 *base;		/* start of the mapping */
 	__u32 mask;		/* num_entries - 1 */
 	__u32 stride;
 	__u32 idx;		/* our own index: prod if we produce, else cons */
+	__u32 rd;		/* consumer: next entry to read (idx <= rd) */
 };
 
 static inline __u32 *mbcf_ring_prod(const struct mbcf_ring_end *r)
@@ -68,6 +74,7 @@ static inline void mbcf_ring_init(struct mbcf_ring_end *r, void *base,
 	r->mask = num_entries - 1;
 	r->stride = stride;
 	r->idx = idx;
+	r->rd = idx;
 }
 
 /*
@@ -94,25 +101,38 @@ static inline void mbcf_ring_produce(struct mbcf_ring_end *r)
 }
 
 /*
- * Consumer: the oldest unconsumed entry, or NULL if none (or the producer's
- * index is impossible: *corrupt is then set).
+ * Consumer: the oldest entry not yet read, or NULL if none (or the
+ * producer's index is impossible: *corrupt is then set).
  */
 static inline void *mbcf_ring_consume_slot(const struct mbcf_ring_end *r,
 					   bool *corrupt)
 {
 	__u32 prod = mbcf_ring_load_acquire(mbcf_ring_prod(r));
-	__u32 avail = prod - r->idx;
 
-	*corrupt = avail > r->mask + 1;
-	if (avail == 0 || *corrupt)
+	*corrupt = prod - r->idx > r->mask + 1;
+	if (prod == r->rd || *corrupt)
 		return 0;
-	return mbcf_ring_entry(r, r->idx);
+	return mbcf_ring_entry(r, r->rd);
 }
 
-/* Consumer: release the entry returned by mbcf_ring_consume_slot(). */
+/* Consumer: read and release at once (nothing may be held: rd == idx). */
 static inline void mbcf_ring_consume(struct mbcf_ring_end *r)
 {
-	r->idx++;
+	r->rd++;
+	r->idx = r->rd;
+	mbcf_ring_store_release(mbcf_ring_cons(r), r->idx);
+}
+
+/* Consumer: done reading the entry, but keep its slot taken. */
+static inline void mbcf_ring_read_next(struct mbcf_ring_end *r)
+{
+	r->rd++;
+}
+
+/* Consumer: give back the @n oldest slots read with mbcf_ring_read_next(). */
+static inline void mbcf_ring_release(struct mbcf_ring_end *r, __u32 n)
+{
+	r->idx += n;
 	mbcf_ring_store_release(mbcf_ring_cons(r), r->idx);
 }
 
@@ -129,7 +149,7 @@ static inline bool mbcf_ring_consumer_idle(struct mbcf_ring_end *r)
 {
 	mbcf_ring_store(mbcf_ring_db(r), 1);
 	mbcf_ring_full_barrier();
-	if (mbcf_ring_load_acquire(mbcf_ring_prod(r)) != r->idx) {
+	if (mbcf_ring_load_acquire(mbcf_ring_prod(r)) != r->rd) {
 		mbcf_ring_store(mbcf_ring_db(r), 0);
 		return false;
 	}
