@@ -261,6 +261,9 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 			 u64 now)
 {
+	/* a probe from a requester waiting for our responses (section 7.5) */
+	if (f->flags & MBCF_F_ACKREQ)
+		c->ack_due = true;
 	switch (f->op) {
 	case MBCF_OP_ACK:
 		if (!f->status) {
@@ -314,6 +317,7 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 	}
 	if (c->state != MBCF_CONN_RTS)
 		return;
+	mbcf_send_alive(c, now);
 	if (mbcf_wire_op_sequenced(f->op))
 		recv_sequenced(c, f);
 	else

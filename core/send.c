@@ -345,6 +345,12 @@ static bool send_one(struct mbcf_conn *c)
 	return true;
 }
 
+/* Something the peer still owes us: acknowledgements or a response. */
+static bool send_waiting(const struct mbcf_conn *c)
+{
+	return c->snd_una != c->snd_max || c->rd_out;
+}
+
 /* Send as much as the window, STOP and the environment allow. */
 void mbcf_send_push(struct mbcf_conn *c, u64 now)
 {
@@ -353,9 +359,8 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now)
 		if (!send_one(c))
 			break;
 	}
-	/* keep a deadline while frames are unacknowledged or xmit is busy */
-	if (!c->rto_at && !c->stopped &&
-	    (c->snd_una != c->snd_max || c->tx_busy))
+	/* keep a deadline while the peer owes us something or xmit is busy */
+	if (!c->rto_at && !c->stopped && (send_waiting(c) || c->tx_busy))
 		c->rto_at = now + c->rto_cur;
 }
 
@@ -456,7 +461,7 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 	c->retry_left = c->cfg.retry_cnt;
 	c->rnr_left = c->cfg.rnr_retry;
 	c->rto_cur = c->cfg.rto_ns;
-	c->rto_at = c->snd_una != c->snd_max && !c->stopped ? now + c->rto_cur : 0;
+	c->rto_at = send_waiting(c) && !c->stopped ? now + c->rto_cur : 0;
 	mbcf_send_complete(c);
 	return true;
 }
@@ -475,8 +480,31 @@ struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c)
 	return NULL;
 }
 
+/*
+ * Only responses are owed and a frame came from the peer: it is alive, and
+ * its own go-back-N delivers them.  Restart the wait with fresh retries.
+ */
+void mbcf_send_alive(struct mbcf_conn *c, u64 now)
+{
+	if (c->snd_una != c->snd_max || !c->rd_out || c->stopped)
+		return;
+	/* no timer re-arm per response frame: the timeout looks at alive_at */
+	c->alive_at = now;
+	c->retry_left = c->cfg.retry_cnt;
+	c->rto_cur = c->cfg.rto_ns;
+	if (!c->rto_at)
+		c->rto_at = now + c->rto_cur;
+}
+
+static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags);
+
 /* A control frame: ACK (status = NAK when nonzero), LOST, STOP or GO. */
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
+{
+	send_control_flags(c, op, status, 0);
+}
+
+static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags)
 {
 	struct mbcf_frame f;
 	struct mbcf_payload pl;
@@ -487,6 +515,7 @@ void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
 	memset(&pl, 0, sizeof(pl));
 	f.op = op;
 	f.status = status;
+	f.flags = flags;
 	f.dst_qpn = c->cfg.remote_qpn;
 	f.src_qpn = c->cfg.local_qpn;
 	f.psn = c->snd_max;
@@ -588,8 +617,12 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		return;
 	}
 	c->rto_at = 0;
-	if (c->snd_una == c->snd_max)
+	if (!send_waiting(c))
 		return;
+	if (c->snd_una == c->snd_max && now < c->alive_at + c->rto_cur) {
+		c->rto_at = c->alive_at + c->rto_cur;	/* heard from it since */
+		return;
+	}
 	c->ctr.timeouts++;
 	if (!c->retry_left) {
 		c->ctr.retry_exceeded++;
@@ -600,6 +633,11 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 	c->rto_cur = c->rto_cur * 2 > c->cfg.rto_max_ns ?
 		     c->cfg.rto_max_ns : c->rto_cur * 2;
 	c->rto_at = now + c->rto_cur;
+	if (c->snd_una == c->snd_max) {
+		/* only a response is owed: is the peer still there? */
+		send_control_flags(c, MBCF_OP_ACK, 0, MBCF_F_ACKREQ);
+		return;
+	}
 	c->lost_valid = false;
 	send_goback(c, c->snd_una);
 }

@@ -200,6 +200,7 @@ struct mbcf_conn {
 	u64 rto_at;		/* retransmit deadline, 0 = none */
 	u64 rnr_at;		/* resume deadline while stopped, 0 = none */
 	u64 timer_at;		/* what the environment's timer is armed at */
+	u64 alive_at;		/* last frame from the peer while it owed responses */
 
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */

@@ -637,6 +637,66 @@ TEST_F(Pair, BrokenSegmentationIsInvalidRequest)
 	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_INVALID_REQUEST);
 }
 
+// A's request is acknowledged but the response is lost: the responder's
+// go-back-N owes it; A probes the peer meanwhile (section 7.5).
+class Probe : public Pair {
+protected:
+	void ack_request_lose_response()
+	{
+		post(a, MBCF_OP_READ_REQ, 100);
+		pump(a, b, now);
+		b.out.clear();		// READ_RESP lost
+		mbcf_frame k{};
+		k.op = MBCF_OP_ACK;
+		k.dst_qpn = 0x11;
+		k.src_qpn = 0x22;
+		k.ack_psn = 101;
+		mbcf_conn_rx(&a.conn, &k, now);	// ...but an ACK got through
+		ASSERT_EQ(a.conn.snd_una, a.conn.snd_max);
+		ASSERT_EQ(a.conn.rd_out, 1u);
+		ASSERT_NE(a.timer_at, 0u);
+	}
+};
+
+TEST_F(Probe, VanishedResponderIsRetryExceeded)
+{
+	ack_request_lose_response();
+	mbcf_conn_flush(&b.conn);	// the responder is gone
+	for (int i = 0; i < 3; i++) {
+		fire(a);
+		ASSERT_EQ(a.out.size(), 1u);
+		mbcf_frame p = frame(a, 0);
+		EXPECT_EQ(p.op, MBCF_OP_ACK);
+		EXPECT_EQ(p.flags, MBCF_F_ACKREQ);
+		pump(a, b, now);
+	}
+	EXPECT_TRUE(a.cqes.empty());
+	fire(a);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_RETRY_EXC_ERR);
+	EXPECT_EQ(a.conn.ctr.timeouts, 4u);
+}
+
+TEST_F(Probe, AnsweredProbeKeepsWaiting)
+{
+	ack_request_lose_response();
+	fire(a);
+	fire(a);
+	EXPECT_EQ(a.conn.retry_left, 1);
+	a.out.pop_front();		// the first probe was lost
+	pump(a, b, now);		// B answers the second
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_ACK);
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.retry_left, 3);	// alive: fresh retries
+	now += 2 * kMs;
+	mbcf_conn_timeout(&b.conn, now);	// B's go-back-N resends the response
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.conn.rd_out, 0u);
+}
+
 TEST_F(Pair, FlushCompletesEverythingAndCancelsTimer)
 {
 	b.recvs.push_back({1, 4096});
