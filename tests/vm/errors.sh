@@ -1,0 +1,71 @@
+#!/bin/bash
+# Guest test: verbs error paths with exact completion statuses, QP states,
+# flushes and target memory (progs/verbs_errors.c), on mbcf0 <-> mbcf1
+# across the veth pair and on mbcf0 in loopback; then the kernel log.
+#   tests/vm/run.sh --build BUILD tests/vm/errors.sh [PATH/TO/mbcf_verbs_errors]
+set -u
+# shellcheck source=lib.sh
+. "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+
+failed=0
+check() { "$@" || failed=$((failed + 1)); }
+
+prog=${1:-${MBCF_BUILD:-}/tests/vm/progs/mbcf_verbs_errors}
+vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
+[ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
+[ -x "$prog" ] || vm_die "no test program at $prog"
+vm_wait_port mbcf0 10 || exit 1
+vm_wait_port mbcf1 10 || exit 1
+
+# Device bugs known to fail a case: the FAIL line names them (see the
+# report of the test that found them).  Empty when the device is correct.
+declare -A known_bug=(
+	[bad_lkey_after_good]="a WR failing local checks (bad lkey) flushes the good WRs posted before it (kmod/qp.c mbcf_qp_fail: conn flush before the failed WQE); the first one completes WR_FLUSH_ERR although its data landed, instead of SUCCESS"
+	[events]="an unsuccessful completion raises no event on a CQ armed solicited-only (kmod/proto.c/qp.c push error CQEs with solicited=false; ibv_req_notify_cq(3): error CQEs are solicited)"
+)
+
+# counters DEV: the nonzero protocol counters of DEV/1, one line.
+counters() {
+	rdma statistic show link "$1/1" 2>/dev/null |
+		awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^[0-9]+$/ && $(i + 1) != 0 && $i != "link") printf "%s=%s ", $i, $(i + 1) }'
+	echo
+}
+
+# run_pair A B: every case on the pair A (requester) - B (responder).
+run_pair() {
+	local a=$1 b=$2 out rc line name
+	vm_phase "verbs_errors $a-$b"
+	out=$(timeout 300 "$prog" -a "$a" -b "$b" all 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	while IFS= read -r line; do
+		case "$line" in
+		"FAIL "*)
+			name=${line#FAIL }
+			name=${name%% *}
+			if [ -n "${known_bug[$name]:-}" ]; then
+				echo "FAIL: $name [$a-$b]: device bug: ${known_bug[$name]}" >&2
+			else
+				echo "FAIL: $name [$a-$b]" >&2
+			fi
+			;;
+		esac
+	done <<<"$out"
+	[ "$rc" = 124 ] && echo "FAIL: verbs_errors $a-$b timed out (hang)" >&2
+	assert_eq 0 "$rc" "verbs_errors $a-$b exit status (failed cases)"
+}
+
+check run_pair mbcf0 mbcf1
+check vm_wait_port mbcf0 20
+check vm_wait_port mbcf1 20
+check run_pair mbcf0 mbcf0
+
+vm_log "mbcf0 counters: $(counters mbcf0)"
+vm_log "mbcf1 counters: $(counters mbcf1)"
+check vm_dmesg_check
+
+if [ "$failed" != 0 ]; then
+	echo "errors: $failed check(s) failed"
+	exit 1
+fi
+echo "errors: all checks passed"
