@@ -1,0 +1,85 @@
+#!/bin/bash
+# Guest test: unmodified perftest, every RC test, between mbcf1 (client, in
+# ns1) and mbcf0 (server), at sizes 2 B ... 64 KiB, with and without
+# completion events (-e); plus ibv_rc_pingpong -c, which validates data.
+# Each run must complete and report a result row with a positive figure.
+#   tests/vm/run.sh tests/vm/perftest.sh [quick]
+set -u
+# shellcheck source=lib.sh
+. "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+
+[ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
+vm_wait_port mbcf0 20 || exit 1
+vm_wait_port mbcf1 20 || exit 1
+
+failed=0
+runs=0
+SIZES="2 1440 4096 65536"
+[ "${1:-}" = quick ] && SIZES="2 65536"
+
+# perf TEST SIZE EXTRA...: server in the initial namespace, client in ns1.
+perf() {
+	local t=$1 size=$2 srv out rc row col
+	shift 2
+	srv=$(mktemp)
+	timeout 60 "$t" -d mbcf0 -x 0 -F -s "$size" "$@" >"$srv" 2>&1 &
+	local spid=$!
+	out=$(vm_retry 30 0.2 in_ns1 timeout 60 "$t" -d mbcf1 -x 0 -F -s "$size" "$@" "$VM_IP0" 2>&1)
+	rc=$?
+	wait "$spid" || rc=1
+	runs=$((runs + 1))
+	# Result row: "<bytes> <iterations> <figures...>".
+	row=$(printf '%s\n' "$out" | awk -v s="$size" '$1 == s && $2 ~ /^[0-9]+$/ { print; exit }')
+	case $t in
+	*_lat) col=5 ;;	# t_typical [usec]
+	*) col=4 ;;	# BW average [MB/sec]
+	esac
+	if [ "$rc" != 0 ] || ! awk -v c="$col" '{ exit !($c > 0) }' <<<"$row"; then
+		failed=$((failed + 1))
+		echo "FAIL: $t -s $size $*: rc=$rc row='$row'"
+		printf '%s\n' "$out" | tail -n 8 | sed 's/^/  client| /'
+		tail -n 8 "$srv" | sed 's/^/  server| /'
+	else
+		printf 'ok: %-13s %6s B %-4s %s\n' "$t" "$size" "$*" \
+			"$(awk -v c="$col" '{ print $c }' <<<"$row")"
+	fi
+	rm -f "$srv"
+}
+
+for ev in "" "-e"; do
+	for t in ib_write_lat ib_read_lat ib_send_lat; do
+		# perftest has no event mode for WRITE ("Events feature not
+		# available on WRITE verb").
+		[ "$t" = ib_write_lat ] && [ -n "$ev" ] && continue
+		for s in $SIZES; do perf "$t" "$s" -n 100 $ev; done
+	done
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		[ "$t" = ib_write_bw ] && [ -n "$ev" ] && continue
+		for s in $SIZES; do perf "$t" "$s" -n 200 $ev; done
+	done
+	perf ib_atomic_lat 8 -n 100 $ev
+	perf ib_atomic_bw 8 -n 200 $ev
+done
+
+# ibv_rc_pingpong validates every buffer (-c).
+for s in 1 4096 65536; do
+	srv=$(mktemp)
+	timeout 60 ibv_rc_pingpong -d mbcf0 -g 0 -s "$s" -n 50 -c >"$srv" 2>&1 &
+	spid=$!
+	out=$(vm_retry 30 0.2 in_ns1 timeout 60 ibv_rc_pingpong -d mbcf1 -g 0 -s "$s" -n 50 -c "$VM_IP0" 2>&1)
+	rc=$?
+	wait "$spid" || rc=1
+	runs=$((runs + 1))
+	if [ "$rc" = 0 ] && grep -q "50 iters" <<<"$out"; then
+		echo "ok: ibv_rc_pingpong -c -s $s"
+	else
+		failed=$((failed + 1))
+		echo "FAIL: ibv_rc_pingpong -s $s rc=$rc"
+		printf '%s\n' "$out" "$(cat "$srv")" | tail -n 12 | sed 's/^/  | /'
+	fi
+	rm -f "$srv"
+done
+
+vm_dmesg_check || failed=$((failed + 1))
+echo "perftest: $runs runs, $failed failed"
+[ "$failed" = 0 ]
