@@ -250,29 +250,47 @@ enum mbcf_post_err {
 	MBCF_POST_STATE = -3,		/* not in RTS */
 };
 
-/* codec.c */
-u32 mbcf_codec_hdr_len(u8 op);		/* 0 for unknown opcodes */
+/* codec.c: docs/protocol.md section 2 */
+/* Header length of opcode op, 0 if unassigned. */
+u32 mbcf_codec_hdr_len(u8 op);
+/* "WRITE", "ACK", ... ("UNKNOWN" for unassigned opcodes). */
 const char *mbcf_codec_op_name(u8 op);
+/* Validate + decode the bytes after the Ethernet header; drops counted in
+ * ctr (may be NULL).  f->payload points into buf. */
 int mbcf_codec_parse(const u8 *buf, u32 len, struct mbcf_frame *f,
 		     struct mbcf_counters *ctr);
+/* Encode f's header into hdr (MBCF_HDR_MAX bytes); returns its length. */
 u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr);
+/* Data bytes one frame of op can carry at this MTU. */
 u32 mbcf_codec_max_payload(u32 mtu, u8 op);
 
-/* conn.c */
+/* conn.c: sections 4 to 8 and 11 */
+/* RESET -> RTS: the receive side works at once (verbs RTR). */
 int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 		   const struct mbcf_ops *ops, void *env,
 		   struct mbcf_msg *req_ring, u32 req_size,
 		   struct mbcf_msg *resp_ring, u32 resp_size);
+/* The send side (sq_psn, timeout, retries, max_rd_atomic) at verbs RTS. */
 int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg);
+/* Queue a work request without sending (then mbcf_conn_kick once). */
 int mbcf_conn_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr);
+/* Queue a work request and send what the window allows. */
 int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now);
+/* A parsed frame for this connection (softirq receive path). */
 void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
+/* The timer armed through ops->timer fired. */
 void mbcf_conn_timeout(struct mbcf_conn *c, u64 now);
+/* A receive was posted (sends GO after a STOP). */
 void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now);
+/* Send what is queued; also after xmit returned busy and can take more. */
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now);
+/* Complete everything outstanding with WR_FLUSH_ERR, -> RESET. */
 void mbcf_conn_flush(struct mbcf_conn *c);
+/* Send-ahead window in frames for a link speed (Mbit/s) and MTU. */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);
+/* Work requests posted and not yet completed. */
 u32 mbcf_conn_outstanding(const struct mbcf_conn *c);
+/* "RESET", "RTS", "ERROR". */
 const char *mbcf_conn_state_name(u8 state);
 
 #define MBCF_WINDOW_MIN		4
