@@ -25,7 +25,7 @@ pkgs=(
 	# guest rig
 	qemu-system-x86 busybox-static cpio
 	# baselines for bench/
-	sockperf iperf3
+	sockperf iperf3 python3-matplotlib
 )
 
 need=()

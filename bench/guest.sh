@@ -1,0 +1,155 @@
+#!/bin/bash
+# bench/guest.sh: runs inside the guest (bench/run.sh boots it).  Every
+# figure is the median of $REPS runs after one warm-up, all in this one
+# guest run, so ratios hold even though absolute times under software
+# emulation mean nothing.  Prints CSV rows on stdout:
+#   BENCH,<group>,<transport>,<test>,<size>,<mtu>,<ack>,<unit>,<median>,<runs...>
+set -u
+# shellcheck source=../tests/vm/lib.sh
+. "$MBCF_VM_LIB"
+
+REPS=${2:-${BENCH_REPS:-5}}
+QUICK=${1:-${BENCH_QUICK:-0}}
+[ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 missing"
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "nan" }'; }
+emit() { # group transport test size mtu ack unit values...
+	local g=$1 tr=$2 t=$3 s=$4 m=$5 a=$6 u=$7
+	shift 7
+	echo "BENCH,$g,$tr,$t,$s,$m,$a,$u,$(echo "$*" | median),$(echo "$*" | tr ' ' ';')"
+}
+
+# One perftest run; prints the figure (t_typical us, or BW average MB/s).
+perftest_once() { # transport test size extra...
+	local tr=$1 t=$2 s=$3 dev0 dev1 gid col out
+	shift 3
+	case $tr in
+	mbcf) dev0=mbcf0 dev1=mbcf1 gid=0 ;;
+	rxe) dev0=rxe0 dev1=rxe0 gid=1 ;;
+	esac
+	case $t in *_lat) col=5 ;; *) col=${BENCH_BW_COL:-4} ;; esac
+	timeout 120 taskset -c 0 "$t" -d $dev0 -x $gid -F -s "$s" "$@" >/dev/null 2>&1 &
+	out=$(vm_retry 50 0.2 in_ns1 timeout 120 taskset -c 1 "$t" -d $dev1 -x $gid -F -s "$s" "$@" "$VM_IP0" 2>/dev/null)
+	wait
+	awk -v s="$s" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ { print $c; exit }' <<<"$out"
+}
+
+perftest_case() { # group transport test size mtu ack extra...
+	local g=$1 tr=$2 t=$3 s=$4 m=$5 a=$6 v vals="" i unit
+	shift 6
+	case $t in *_lat) unit=us ;; *) unit=MB/s ;; esac
+	[ "$g" = rate ] && unit=Mpps
+	perftest_once "$tr" "$t" "$s" "$@" >/dev/null	# warm-up
+	for ((i = 0; i < REPS; i++)); do
+		v=$(perftest_once "$tr" "$t" "$s" "$@")
+		vals="$vals ${v:-nan}"
+	done
+	emit "$g" "$tr" "$t" "$s" "$m" "$a" "$unit" $vals
+}
+
+set_mtu() {
+	ip link set veth0 mtu "$1"
+	in_ns1 ip link set veth1 mtu "$1"
+}
+
+# TCP round trip (sockperf ping-pong), median latency in us.
+tcp_lat() { # size
+	local s=$1 v vals="" i
+	timeout 60 taskset -c 0 sockperf server --tcp -i "$VM_IP0" -p 11111 >/dev/null 2>&1 &
+	local spid=$!
+	sleep 1
+	for ((i = 0; i <= REPS; i++)); do
+		v=$(in_ns1 timeout 30 taskset -c 1 sockperf ping-pong --tcp -i "$VM_IP0" -p 11111 -m "$s" -t 2 2>&1 |
+			awk '/<MEDIAN>|50.000 =/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) x = $i } END { print x }')
+		# sockperf reports one-way latency (RTT/2): report the round trip.
+		[ "$i" -gt 0 ] && vals="$vals $(awk -v v="${v:-nan}" 'BEGIN { print v * 2 }')"
+	done
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	emit latency tcp rtt "$s" "$(cat /sys/class/net/veth0/mtu)" - us $vals
+}
+
+tcp_bw() { # mtu
+	local v vals="" i
+	timeout 120 taskset -c 0 iperf3 -s -B "$VM_IP0" -p 5201 >/dev/null 2>&1 &
+	local spid=$!
+	sleep 1
+	for ((i = 0; i <= REPS; i++)); do
+		v=$(in_ns1 timeout 30 taskset -c 1 iperf3 -c "$VM_IP0" -p 5201 -t 3 -f M 2>/dev/null |
+			awk '/receiver/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "MBytes/sec") x = $i } END { print x }')
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	emit bandwidth tcp iperf3 - "$1" - MB/s $vals
+}
+
+# Raw frame capacity of veth0 with pktgen: frames of `size` bytes (incl.
+# Ethernet header) to a MAC nobody owns, so the peer drops them at L2.
+raw_capacity() { # frame_size
+	local fs=$1 v vals="" i pg=/proc/net/pktgen
+	modprobe pktgen 2>/dev/null
+	[ -d $pg ] || return 0
+	for ((i = 0; i <= REPS; i++)); do
+		echo "rem_device_all" >$pg/kpktgend_0
+		echo "add_device veth0" >$pg/kpktgend_0
+		{
+			echo "count 20000"
+			echo "pkt_size $((fs - 4))"
+			echo "dst_mac 02:00:00:00:00:99"
+			echo "dst 192.0.2.99"
+			echo "delay 0"
+		} | while read -r l; do echo "$l" >$pg/veth0; done
+		echo start >$pg/pgctrl
+		v=$(awk '/pps/ { for (i = 1; i <= NF; i++) if ($i ~ /pps$/) { sub("pps", "", $i); print $i; exit } }' $pg/veth0)
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	echo "rem_device_all" >$pg/kpktgend_0
+	emit capacity raw pktgen "$fs" "$(cat /sys/class/net/veth0/mtu)" - frames/s $vals
+}
+
+vm_wait_port mbcf0 20 && vm_wait_port mbcf1 20 && vm_wait_port rxe0 20 || exit 1
+ack=$(cat /sys/module/mbcf/parameters/ack_interval)
+
+# --- latency: the papers' table (4 B and 1440 B), atomics are 8 B ----------
+for tr in mbcf rxe; do
+	for t in ib_write_lat ib_read_lat ib_send_lat; do
+		for s in 4 1440; do perftest_case latency $tr $t $s 1500 "$ack" -n 1000; done
+	done
+	perftest_case latency $tr ib_atomic_lat 8 1500 "$ack" -n 1000
+done
+tcp_lat 4
+tcp_lat 1440
+
+# --- bandwidth at MTU 1500: the papers' curve, 4 KiB, 64 KiB ---------------
+SIZES="200 400 800 1200 1440 4096 65536"
+[ "$QUICK" = 1 ] && SIZES="1440 65536"
+for s in $SIZES; do
+	perftest_case bandwidth mbcf ib_write_bw "$s" 1500 "$ack" -n 2000
+	perftest_case bandwidth rxe ib_write_bw "$s" 1500 - -n 2000
+done
+if [ "$QUICK" != 1 ]; then
+	# Explicit acknowledgement interval 1: an ACK asked for every frame.
+	echo 1 >/sys/module/mbcf/parameters/ack_interval
+	for s in 200 800 1440; do
+		perftest_case bandwidth mbcf ib_write_bw "$s" 1500 1 -n 2000
+	done
+	echo "$ack" >/sys/module/mbcf/parameters/ack_interval
+fi
+BENCH_BW_COL=5 perftest_case rate mbcf ib_write_bw 64 1500 "$ack" -n 5000
+BENCH_BW_COL=5 perftest_case rate rxe ib_write_bw 64 1500 - -n 5000
+tcp_bw 1500
+for fs in 256 1500; do raw_capacity $fs; done
+
+# --- MTU 9000 ---------------------------------------------------------------
+set_mtu 9000
+sleep 1
+for s in 8192 65536; do
+	perftest_case bandwidth mbcf ib_write_bw "$s" 9000 "$ack" -n 1000
+done
+perftest_case bandwidth rxe ib_write_bw 65536 9000 - -n 1000
+tcp_bw 9000
+raw_capacity 9000
+set_mtu 1500
+
+vm_dmesg_check

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""bench/report.py RESULTS.csv OUTDIR: the markdown table, ratio lines and
+PNG plots of one bench/run.sh run.  Only ratios within the run mean
+anything: the guest runs under software emulation."""
+import csv
+import sys
+from collections import defaultdict
+
+
+def load(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def num(v):
+    try:
+        return float(v)
+    except ValueError:
+        return float("nan")
+
+
+def key(r):
+    return (r["group"], r["transport"], r["test"], r["size"], r["mtu"], r["ack_interval"])
+
+
+def table(rows):
+    out = ["| group | transport | test | size (B) | MTU | ack interval | median | unit | runs |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append("| {group} | {transport} | {test} | {size} | {mtu} | {ack_interval} | "
+                   "**{median}** | {unit} | {runs} |".format(**{k: v.replace(";", " ") for k, v in r.items()}))
+    return out
+
+
+def find(rows, **want):
+    for r in rows:
+        if all(r[k] == v for k, v in want.items()):
+            return num(r["median"])
+    return float("nan")
+
+
+def ratios(rows):
+    out = []
+
+    def line(text, a, b, target=None, better="lower"):
+        ratio = a / b if b and b == b and a == a else float("nan")
+        verdict = ""
+        if target is not None and ratio == ratio:
+            ok = ratio <= target if better == "lower" else ratio >= target
+            verdict = " (target {} {:.2f}: {})".format("<=" if better == "lower" else ">=",
+                                                        target, "met" if ok else "missed")
+        out.append("- {}: {:.2f}{}".format(text, ratio, verdict))
+
+    for t, s in (("ib_write_lat", "4"), ("ib_read_lat", "4"), ("ib_send_lat", "4"), ("ib_atomic_lat", "8")):
+        line(f"{t} {s} B, mbcf/rxe latency", find(rows, transport="mbcf", test=t, size=s),
+             find(rows, transport="rxe", test=t, size=s), 0.5 if t != "ib_send_lat" else None)
+    line("ib_write_lat 4 B, mbcf/TCP round trip", find(rows, transport="mbcf", test="ib_write_lat", size="4"),
+         find(rows, transport="tcp", test="rtt", size="4"))
+    line("ib_write_bw 64 KiB MTU 1500, mbcf/rxe bandwidth",
+         find(rows, transport="mbcf", test="ib_write_bw", size="65536", mtu="1500", group="bandwidth"),
+         find(rows, transport="rxe", test="ib_write_bw", size="65536", mtu="1500"), 2.0, "higher")
+    line("ib_write_bw 64 KiB MTU 9000, mbcf/TCP (iperf3)",
+         find(rows, transport="mbcf", test="ib_write_bw", size="65536", mtu="9000"),
+         find(rows, transport="tcp", test="iperf3", mtu="9000"), 1.0, "higher")
+    # 1440 B payload per 1500-byte frame: compare frames/s with pktgen's.
+    bw = find(rows, transport="mbcf", test="ib_write_bw", size="1440", mtu="1500", group="bandwidth")
+    raw = find(rows, transport="raw", test="pktgen", size="1500")
+    line("ib_write_bw 1440 B frames/s, mbcf/raw veth capacity (1500 B frames)",
+         bw * 1e6 / 1440 if bw == bw else bw, raw, 0.8, "higher")
+    line("64 B write message rate, mbcf/rxe", find(rows, group="rate", transport="mbcf"),
+         find(rows, group="rate", transport="rxe"))
+    return out
+
+
+def plots(rows, outdir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ["(matplotlib not installed: no plots)"]
+    made = []
+    curves = defaultdict(list)
+    for r in rows:
+        if r["group"] == "bandwidth" and r["test"] == "ib_write_bw" and r["mtu"] == "1500":
+            curves[(r["transport"], r["ack_interval"])].append((int(r["size"]), num(r["median"])))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (tr, ack), pts in sorted(curves.items()):
+        pts.sort()
+        label = tr if tr != "mbcf" else f"mbcf (ack interval {ack})"
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    tcp = find(rows, transport="tcp", test="iperf3", mtu="1500")
+    if tcp == tcp:
+        ax.axhline(tcp, linestyle="--", color="gray", label="TCP (iperf3)")
+    ax.set_xscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("MB/s (guest under TCG)")
+    ax.set_title("ib_write_bw, MTU 1500, same guest run")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(f"{outdir}/bandwidth.png", dpi=110)
+    made.append("![bandwidth](bandwidth.png)")
+
+    lat = [r for r in rows if r["group"] == "latency"]
+    labels = sorted({(r["test"], r["size"]) for r in lat if r["transport"] != "tcp"})
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.4
+    for i, tr in enumerate(("mbcf", "rxe")):
+        vals = [find(lat, transport=tr, test=t, size=s) for t, s in labels]
+        ax.bar([x + i * width for x in range(len(labels))], vals, width, label=tr)
+    ax.set_xticks([x + width / 2 for x in range(len(labels))])
+    ax.set_xticklabels([f"{t.replace('ib_', '').replace('_lat', '')}\n{s} B" for t, s in labels])
+    ax.set_ylabel("t_typical (us, guest under TCG)")
+    ax.set_title("perftest latency, same guest run")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(f"{outdir}/latency.png", dpi=110)
+    made.append("![latency](latency.png)")
+    return made
+
+
+def main():
+    rows = load(sys.argv[1])
+    outdir = sys.argv[2]
+    md = ["# mbcf benchmark results", "",
+          "One QEMU guest (TCG, 2 vCPUs), one run; server pinned to vCPU 0, client to vCPU 1.",
+          "Median of the runs listed. Absolute numbers mean nothing under emulation; the ratios do.", "",
+          "## Ratios", ""] + ratios(rows) + ["", "## Plots", ""] + plots(rows, outdir) + \
+         ["", "## All figures", ""] + table(rows)
+    with open(f"{outdir}/results.md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(ratios(rows)))
+
+
+if __name__ == "__main__":
+    main()
