@@ -17,7 +17,11 @@
  * passed, 2 for usage or setup errors.  `-l` lists the cases.
  *
  * Groups: errors (every error case), data (immediates, SGEs, inline, the
- * integrity loop), events, all.
+ * integrity loop, the RTR responder), events, all.
+ *
+ *   mbcf_verbs_errors [-a DEV] [-b DEV] hold N
+ *
+ * holds N connected pairs with traffic in flight until killed.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -193,8 +197,8 @@ static void free_qp(struct side *s)
 	s->ch = NULL;
 }
 
-static int to_rts(struct side *s, const struct side *peer,
-		  const struct conn_opts *o)
+static int to_rtr(struct side *s, const struct side *peer,
+		  const struct conn_opts *o, int rtr_only)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
@@ -222,6 +226,8 @@ static int to_rts(struct side *s, const struct side *peer,
 			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		return -1;
+	if (rtr_only)
+		return 0;	/* a pure responder, as perftest's BW servers */
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = s->psn;
@@ -234,15 +240,23 @@ static int to_rts(struct side *s, const struct side *peer,
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* A fresh connected pair.  psns near the 24-bit wrap, so data crosses it. */
-static void pair_up(const struct conn_opts *o)
+/*
+ * A fresh connected pair.  psns near the 24-bit wrap, so data crosses it.
+ * B_rtr_only: B stays in RTR (verbs allows a responder that never sends).
+ */
+static void pair_up2(const struct conn_opts *o, int b_rtr_only)
 {
 	make_qp(&A);
 	make_qp(&B);
 	A.psn = 0xfffff0 - (rand_r(&seed) & 0xff);
 	B.psn = 0xffffe0 - (rand_r(&seed) & 0xff);
-	if (to_rts(&A, &B, o) || to_rts(&B, &A, o))
+	if (to_rtr(&A, &B, o, 0) || to_rtr(&B, &A, o, b_rtr_only))
 		die("connect (ibv_modify_qp)");
+}
+
+static void pair_up(const struct conn_opts *o)
+{
+	pair_up2(o, 0);
 }
 
 static void pair_down(void)
@@ -1444,6 +1458,130 @@ static void c_integrity(void)
 	pair_down();
 }
 
+/*
+ * Reads and atomics from a responder left in RTR (perftest's ib_read_bw and
+ * ib_atomic_bw servers do that).  Its responses are a stream of its own,
+ * retransmitted by its own go-back-N: it must survive losses like an RTS
+ * QP (netem.sh runs this under loss).
+ */
+static void c_rtr_responder(void)
+{
+	static const uint32_t sizes[] = { 4096, 65536 };
+	struct buf l, t, ar;
+	struct ibv_sge sg;
+	struct ibv_wc wc;
+	int it, k, ops = 0;
+	size_t i;
+
+	pair_up2(&default_opts, 1);
+	l = buf_new(&A, 65536 * 4, 0, IBV_ACCESS_LOCAL_WRITE);
+	t = buf_new(&B, 65536, 0, default_opts.access);
+	ar = buf_new(&A, 64, 0, IBV_ACCESS_LOCAL_WRITE);
+	fill(t.p, 65536, 0x3c);
+	*(uint64_t *)t.p = 0;
+	fill(t.p + 8, 65536 - 8, 0x3c);
+	for (it = 0; it < iterations * 4 && !case_fails; it++) {
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !case_fails; i++) {
+			uint32_t n = sizes[i];
+
+			/* 4 reads in flight, like perftest's outstanding reads */
+			memset(l.p, 0, 65536 * 4);
+			for (k = 0; k < 4; k++) {
+				sg = sge_of(&l, (size_t)k * 65536, n - 8);
+				post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p + 8,
+				     t.mr->rkey, 10 + (uint64_t)k, 0);
+			}
+			for (k = 0; k < 4; k++)
+				if (!expect_wc(&A, 10 + (uint64_t)k, IBV_WC_SUCCESS,
+					       IBV_WC_RDMA_READ, 60, &wc, "read from an RTR responder") &&
+				    (wc.byte_len != n - 8 ||
+				     memcmp(l.p + (size_t)k * 65536, t.p + 8, n - 8)))
+					fail("read %u: byte_len %u or bytes differ", n - 8,
+					     wc.byte_len);
+			/* and an atomic: its response is a one-frame message */
+			sg = sge_of(&ar, 0, 8);
+			{
+				struct ibv_send_wr wr = {
+					.wr_id = 20, .sg_list = &sg, .num_sge = 1,
+					.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					.send_flags = IBV_SEND_SIGNALED,
+				};
+				uint64_t before = *(volatile uint64_t *)t.p;
+
+				wr.wr.atomic.remote_addr = (uintptr_t)t.p;
+				wr.wr.atomic.rkey = t.mr->rkey;
+				wr.wr.atomic.compare_add = 1;
+				post_wr(&A, &wr);
+				if (!expect_wc(&A, 20, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 60,
+					       NULL, "fetch_add at an RTR responder") &&
+				    (*(uint64_t *)ar.p != before || *(uint64_t *)t.p != before + 1))
+					fail("fetch_add: orig %lu target %lu, expected %lu",
+					     (unsigned long)*(uint64_t *)ar.p,
+					     (unsigned long)*(uint64_t *)t.p,
+					     (unsigned long)before);
+			}
+			ops += 5;
+			if (case_fails)
+				break;
+		}
+	}
+	expect_state(&B, IBV_QPS_RTR, "responder");
+	note("%d reads and atomics", ops);
+	buf_free(&l);
+	buf_free(&t);
+	buf_free(&ar);
+	pair_down();
+}
+
+/*
+ * `hold N`: N connected pairs (2N QPs, 2N CQs, 2N MRs of 64 KiB) with
+ * traffic in flight; print "ready QPS CQS MRS" and wait to be killed
+ * (tests/vm/hygiene.sh checks that everything is released).
+ */
+static int hold(int n)
+{
+	struct side *pa = calloc((size_t)n, sizeof(*pa)), *pb = calloc((size_t)n, sizeof(*pb));
+	struct buf *ba = calloc((size_t)n, sizeof(*ba)), *bb = calloc((size_t)n, sizeof(*bb));
+	int i, k;
+
+	if (!pa || !pb || !ba || !bb)
+		die("calloc");
+	for (i = 0; i < n; i++) {
+		pa[i] = A;
+		pb[i] = B;
+		make_qp(&pa[i]);
+		make_qp(&pb[i]);
+		pa[i].psn = (uint32_t)i * 1000;
+		pb[i].psn = (uint32_t)i * 1000 + 7;
+		if (to_rtr(&pa[i], &pb[i], &default_opts, 0) ||
+		    to_rtr(&pb[i], &pa[i], &default_opts, 0))
+			die("connect");
+		ba[i] = buf_new(&pa[i], 65536, 0, default_opts.access);
+		bb[i] = buf_new(&pb[i], 65536, 0, default_opts.access);
+	}
+	for (i = 0; i < n; i++) {
+		struct ibv_sge sg = sge_of(&ba[i], 0, 65536), rsg = sge_of(&bb[i], 0, 65536);
+
+		for (k = 0; k < 4; k++) {
+			struct ibv_recv_wr rw = { .wr_id = (uint64_t)k, .sg_list = &rsg, .num_sge = 1 }, *bad;
+			struct ibv_send_wr wr = {
+				.wr_id = (uint64_t)k, .sg_list = &sg, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+			}, *sbad;
+
+			ibv_post_recv(pb[i].qp, &rw, &bad);
+			wr.wr.rdma.remote_addr = (uintptr_t)bb[i].p;
+			wr.wr.rdma.rkey = bb[i].mr->rkey;
+			ibv_post_send(pa[i].qp, &wr, &sbad);
+		}
+	}
+	printf("ready %d %d %d\n", 2 * n, 2 * n, 2 * n);
+	fflush(stdout);
+	for (;;)
+		pause();
+	return 0;
+}
+
 /* ---- driver ----------------------------------------------------------------- */
 
 struct tcase {
@@ -1476,6 +1614,7 @@ static const struct tcase cases[] = {
 	{ "multi_sge", c_multi_sge, "data", "3-SGE gather, 4-SGE scatter, SGE write/read" },
 	{ "inline", c_inline, "data", "inline SEND and WRITE, exact bytes" },
 	{ "integrity", c_integrity, "data", "WRITE/READ/SEND/atomics over sizes, burst" },
+	{ "rtr_responder", c_rtr_responder, "data", "RDMA_READ from a responder left in RTR, exact bytes" },
 };
 
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
@@ -1528,7 +1667,7 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		usage();
-	for (i = optind; i < argc; i++) {
+	for (i = optind; i < argc && strcmp(argv[optind], "hold"); i++) {
 		int known = !strcmp(argv[i], "all");
 
 		for (k = 0; k < NCASES; k++)
@@ -1538,6 +1677,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "unknown case or group '%s'\n", argv[i]);
 			usage();
 		}
+	}
+	if (!strcmp(argv[optind], "hold") && optind + 1 < argc) {
+		open_side(&A, dev_a);
+		open_side(&B, dev_b);
+		return hold(atoi(argv[optind + 1]));
 	}
 	open_side(&A, dev_a);
 	open_side(&B, dev_b);
