@@ -522,7 +522,7 @@ bool mbcf_op_is_rd_for_test(uint8_t op)
 TEST(LossyLink, RandomStreamsMatchTheModel)
 {
 	long one = env_long("MBCF_SEED", -1);
-	long n = env_long("MBCF_STREAMS", 3000);
+	long n = env_long("MBCF_STREAMS", 2000);
 
 	g_total = mbcf_counters{};
 	for (long i = 0; i < n; i++) {
@@ -554,7 +554,7 @@ TEST(LossyLink, RandomStreamsMatchTheModel)
 TEST(LossyLink, AccessViolationFailsExactlyThatOperation)
 {
 	long one = env_long("MBCF_SEED", -1);
-	long n = env_long("MBCF_STREAMS", 3000) / 3;
+	long n = env_long("MBCF_STREAMS", 2000) / 3;
 
 	g_access_errors = g_bad_ops = 0;
 	for (long i = 0; i < n; i++) {
