@@ -1,0 +1,174 @@
+#!/bin/bash
+# Guest test: the example programs (examples/) between mbcf0 (server,
+# initial namespace) and mbcf1 (clients in ns1), on one device (loopback:
+# server and clients all on mbcf0) and mixed.  Each program checks its own
+# results; this script asserts their exit codes and the exact final values
+# they print, that every QP, MR and PD is gone afterwards, and a clean
+# kernel log.
+#   tests/vm/run.sh --build BUILD tests/vm/examples.sh
+set -u
+# shellcheck source=lib.sh
+. "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+
+failed=0
+check() { "$@" || failed=$((failed + 1)); }
+
+ex=${MBCF_BUILD:-}/examples
+vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
+[ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
+for p in write_pingpong atomic_counter cas_lock; do
+	[ -x "$ex/$p" ] || vm_die "no example program at $ex/$p"
+done
+check vm_wait_port mbcf0 10
+check vm_wait_port mbcf1 10
+
+logs=/var/tmp/examples
+mkdir -p "$logs"
+limit=120	# seconds per process: a hang fails the case, not the whole run
+
+# A case: one server, then clients, each a background process with a log.
+case_begin() {
+	CASE=$1
+	PIDS=()
+	NAMES=()
+	CASE_T0=$EPOCHREALTIME
+	vm_log "--- $CASE"
+}
+
+# spawn NAME [in_ns1] PROG ARGS...: start one process of the case.
+spawn() {
+	local name=$1 pre=()
+	shift
+	if [ "$1" = in_ns1 ]; then
+		pre=(ip netns exec "$VM_NS")
+		shift
+	fi
+	local prog=$1
+	shift
+	"${pre[@]}" timeout "$limit" "$ex/$prog" "$@" >"$logs/$CASE.$name" 2>&1 &
+	PIDS+=($!)
+	NAMES+=("$name")
+}
+
+# case_end: wait for every process (their output is shown); each must exit 0.
+case_end() {
+	local i rc bad=0
+	for i in "${!PIDS[@]}"; do
+		wait "${PIDS[$i]}"
+		rc=$?
+		sed "s/^/  ${NAMES[$i]}| /" "$logs/$CASE.${NAMES[$i]}"
+		assert_eq 0 "$rc" "$CASE: ${NAMES[$i]} exit status" || bad=1
+	done
+	vm_log "$CASE took $(vm_elapsed_since "$CASE_T0") s"
+	return "$bad"
+}
+
+# line NAME REGEX: the one line of NAME's output that matches REGEX.
+line() {
+	grep -E -- "$2" "$logs/$CASE.$1" | head -n 1
+}
+
+# --- write_pingpong -----------------------------------------------------------
+pingpong() {	# NAME CLIENT_NS CLIENT_DEV CLIENT_ADDR MODE SIZE ITERS
+	local name=$1 ns=$2 cdev=$3 addr=$4 mode=$5 size=$6 n=$7 mname
+	mname=$([ "$mode" = p ] && echo write+poll || echo write_with_imm)
+	case_begin "$name"
+	spawn server write_pingpong -d mbcf0 -p 18515 -m "$mode" -s "$size" -n "$n"
+	# shellcheck disable=SC2086 # $ns is empty or in_ns1
+	spawn client $ns write_pingpong -d "$cdev" -p 18515 -m "$mode" -s "$size" -n "$n" "$addr"
+	case_end || return 1
+	assert_eq "write_pingpong: server verified $n messages of $size bytes (mode $mname)" \
+		"$(line server 'verified')" "$name: server" || return 1
+	assert_eq "write_pingpong: client verified $n messages of $size bytes (mode $mname)" \
+		"$(line client 'verified')" "$name: client" || return 1
+	assert_match '^write_pingpong: round trip min [0-9.]+ us median [0-9.]+ us max [0-9.]+ us$' \
+		"$(line client 'round trip')" "$name: latency line"
+}
+check pingpong pp_imm in_ns1 mbcf1 "$VM_IP0" i 64 200
+check pingpong pp_poll in_ns1 mbcf1 "$VM_IP0" p 64 200
+# 4000 bytes: three frames on a 1500-byte netdev, every byte checked.
+check pingpong pp_imm_4000 in_ns1 mbcf1 "$VM_IP0" i 4000 50
+check pingpong pp_poll_4000 in_ns1 mbcf1 "$VM_IP0" p 4000 50
+check pingpong pp_loop_imm "" mbcf0 127.0.0.1 i 64 100
+check pingpong pp_loop_poll "" mbcf0 "$VM_IP0" p 1000 50
+
+# --- atomic_counter ---------------------------------------------------------------
+# counter CASE K CLIENT...: each CLIENT is "ns1" (mbcf1) or "loop" (mbcf0).
+counter() {
+	local name=$1 k=$2 c=0 where total
+	shift 2
+	total=$(($# * k))
+	case_begin "$name"
+	spawn server atomic_counter -d mbcf0 -p 18516 -c $#
+	for where; do
+		if [ "$where" = ns1 ]; then
+			spawn "client$c" in_ns1 atomic_counter -d mbcf1 -p 18516 -n "$k" "$VM_IP0"
+		else
+			spawn "client$c" atomic_counter -d mbcf0 -p 18516 -n "$k" 127.0.0.1
+		fi
+		c=$((c + 1))
+	done
+	case_end || return 1
+	assert_eq "atomic_counter: server: counter $total, expected $total ($# clients)" \
+		"$(line server 'counter')" "$name: server counter" || return 1
+	assert_eq "atomic_counter: server: fetched values are exactly 0..$((total - 1)), each once" \
+		"$(line server 'fetched')" "$name: server union" || return 1
+	for ((c = 0; c < $#; c++)); do
+		assert_match "^atomic_counter: client [0-9]+: $k fetch-and-add, values strictly increasing" \
+			"$(line "client$c" 'fetch-and-add')" "$name: client$c" || return 1
+	done
+}
+check counter ac_ns1_3 100 ns1 ns1 ns1
+check counter ac_loop_2 100 loop loop
+check counter ac_mixed_3 100 ns1 ns1 loop
+
+# --- cas_lock --------------------------------------------------------------------
+# lock CASE K CLIENT...: as above.
+lock() {
+	local name=$1 k=$2 c=0 where total
+	shift 2
+	total=$(($# * k))
+	case_begin "$name"
+	spawn server cas_lock -d mbcf0 -p 18517 -c $#
+	for where; do
+		if [ "$where" = ns1 ]; then
+			spawn "client$c" in_ns1 cas_lock -d mbcf1 -p 18517 -n "$k" "$VM_IP0"
+		else
+			spawn "client$c" cas_lock -d mbcf0 -p 18517 -n "$k" 127.0.0.1
+		fi
+		c=$((c + 1))
+	done
+	case_end || return 1
+	assert_match "^cas_lock: server: value $total, expected $total \\($# clients\\); lock 0; [0-9]+ failed acquires$" \
+		"$(line server 'value')" "$name: server" || return 1
+	for ((c = 0; c < $#; c++)); do
+		assert_match "^cas_lock: client [0-9]+: $k critical sections" \
+			"$(line "client$c" 'critical sections')" "$name: client$c" || return 1
+	done
+}
+check lock cl_ns1_3 30 ns1 ns1 ns1
+check lock cl_loop_2 30 loop loop
+check lock cl_mixed_3 30 ns1 loop ns1
+
+# --- everything was torn down ------------------------------------------------------
+# res_count TYPE: restrack objects (qp, mr, ...) of the device(s) that
+# `rdma resource show` on stdin lists, e.g.
+# "0: mbcf0: pd 1 cq 0 qp 0 cm_id 0 mr 3 ctx 1".
+res_count() {
+	awk -v t="$1" '{ for (i = 1; i < NF; i++) if ($i == t) n += $(i + 1) }
+		END { print n + 0 }'
+}
+res0=$(rdma resource show mbcf0)
+res1=$(in_ns1 rdma resource show mbcf1)
+for t in qp cq mr pd ctx; do
+	check assert_eq 0 "$(res_count "$t" <<<"$res0")" "mbcf0 $t objects at the end"
+	check assert_eq 0 "$(res_count "$t" <<<"$res1")" "mbcf1 $t objects at the end"
+done
+rdma statistic show link mbcf0/1 2>/dev/null | head -n 3
+
+check vm_dmesg_check
+if [ "$failed" != 0 ]; then
+	echo "examples: $failed check(s) failed"
+	exit 1
+fi
+echo "examples: all checks passed"
