@@ -22,9 +22,11 @@
 
 #include <arpa/inet.h>
 #include <endian.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PP_USAGE "[-d DEV] [-p PORT] [-n ITERS] [-s SIZE>=16] [-m i|p] [-t SEC] [SERVER]"
 #define PP_RECV_DEPTH 16
@@ -58,25 +60,50 @@ static void pp_fill(unsigned char *m, size_t size, long seq, int side)
 	memcpy(m + size - 8, &be, 8);
 }
 
-/* Check every byte of the received message; report the first difference. */
+static unsigned char pp_want(size_t size, long seq, int side, size_t j)
+{
+	uint64_t be = htobe64((uint64_t)seq);
+	const unsigned char *b = (const unsigned char *)&be;
+
+	if (j < 8)
+		return b[j];
+	if (j >= size - 8)
+		return b[j - (size - 8)];
+	return pp_byte(seq, side, j);
+}
+
+/* Bytes of @m that differ from message @seq; the first and last in @lo, @hi. */
+static size_t pp_diff(const volatile unsigned char *m, size_t size, long seq, int side,
+		      size_t *lo, size_t *hi)
+{
+	size_t j, bad = 0;
+
+	for (j = 0; j < size; j++) {
+		if (m[j] == pp_want(size, seq, side, j))
+			continue;
+		if (!bad++)
+			*lo = j;
+		*hi = j;
+	}
+	return bad;
+}
+
+/* Check every byte of the received message; describe any difference. */
 static int pp_verify(const unsigned char *m, size_t size, long seq, int side)
 {
-	unsigned char want[16];
-	uint64_t be = htobe64((uint64_t)seq);
-	size_t j;
+	size_t lo = 0, hi = 0, bad = pp_diff(m, size, seq, side, &lo, &hi);
 
-	memcpy(want, &be, 8);
-	memcpy(want + 8, &be, 8);
-	for (j = 0; j < size; j++) {
-		unsigned char w = j < 8 ? want[j] : j >= size - 8 ? want[j - (size - 8)] :
-				  pp_byte(seq, side, j);
-		if (m[j] != w) {
-			fprintf(stderr, "message %ld byte %zu: got 0x%02x, want 0x%02x\n",
-				seq, j, m[j], w);
-			return -1;
-		}
-	}
-	return 0;
+	if (!bad)
+		return 0;
+	fprintf(stderr, "message %ld: %zu bytes differ, first at %zu (got 0x%02x, want 0x%02x;"
+		" 0x%02x would be message %ld), last at %zu; buffer at page offset %lu\n",
+		seq, bad, lo, m[lo], pp_want(size, seq, side, lo),
+		pp_want(size, seq - 1, side, lo), seq - 1, hi,
+		(unsigned long)((uintptr_t)m & 4095));
+	usleep(100 * 1000);
+	bad = pp_diff(m, size, seq, side, &lo, &hi);
+	fprintf(stderr, "message %ld: 100 ms later %zu bytes differ\n", seq, bad);
+	return -1;
 }
 
 static int pp_post_recv(struct pp *p)
@@ -172,11 +199,14 @@ static int pp_wait(struct pp *p, long seq, long max_pending)
 			return -1;
 		if (p->o.mode == 'p' && p->got_seq < seq && pp_tail_seq(p) == seq)
 			p->got_seq = seq;
-		if (!n && ++spins % 64 == 0 && ex_now_us() > deadline) {
+		if (n || ++spins % 64)
+			continue;
+		if (ex_now_us() > deadline) {
 			fprintf(stderr, "timed out waiting for message %ld (%ld writes pending)\n",
 				seq, p->sends_pending);
 			return -1;
 		}
+		sched_yield();	/* the peer may be waiting for this CPU */
 	}
 	return seq < 0 ? 0 : pp_verify(p->buf, (size_t)p->o.size, seq, !p->side);
 }
