@@ -271,7 +271,8 @@ void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		goto out;
 	}
 	spin_lock(&qp->lock);
-	if (unlikely(qp->dying || qp->conn.state != MBCF_CONN_RTS ||
+	/* A conn in ERROR still answers (a lost NAK is repeated). */
+	if (unlikely(qp->dying || qp->conn.state == MBCF_CONN_RESET ||
 		     f->src_qpn != qp->dest_qpn ||
 		     !ether_addr_equal(src_mac, qp->dmac))) {
 		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
