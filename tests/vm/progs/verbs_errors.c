@@ -727,6 +727,32 @@ static void lkey_case(int good_first)
 	pair_down();
 }
 
+/* RDMA_READ into a local MR without LOCAL_WRITE: LOC_PROT_ERR, nothing read. */
+static void c_read_into_readonly(void)
+{
+	struct buf t, l;
+	struct ibv_sge sg;
+
+	pair_up(&default_opts);
+	t = buf_new(&B, 4096, 0, default_opts.access);
+	l = buf_new(&A, 4096, 0, IBV_ACCESS_REMOTE_READ);	/* no LOCAL_WRITE */
+	fill(t.p, 4096, 0x13);
+	memset(l.p, 0, 4096);
+	sg = sge_of(&l, 0, 4096);
+	if (!post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 1, 0) &&
+	    !post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 2, 0)) {
+		expect_wc(&A, 1, IBV_WC_LOC_PROT_ERR, -1, 10, NULL,
+			  "read into a read-only MR");
+		expect_wc(&A, 2, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL, "read queued behind");
+		expect_state(&A, IBV_QPS_ERR, "requester after the error");
+	}
+	if (diff_byte(l.p, 4096, 0) >= 0)
+		fail("the read-only local MR was written");
+	buf_free(&t);
+	buf_free(&l);
+	pair_down();
+}
+
 static void c_bad_lkey(void) { lkey_case(0); }
 static void c_bad_lkey_after_good(void) { lkey_case(1); }
 
@@ -1602,6 +1628,7 @@ static const struct tcase cases[] = {
 	{ "atomic_misaligned", c_atomic_misaligned, "errors", "FETCH_ADD at va % 8 == 4 -> REM_INV_REQ_ERR" },
 	{ "atomic_no_remote_atomic", c_atomic_no_remote_atomic, "errors", "CMP_SWAP into an MR without REMOTE_ATOMIC -> REM_ACCESS_ERR" },
 	{ "bad_lkey", c_bad_lkey, "errors", "local SGE with a bad lkey -> LOC_PROT_ERR" },
+	{ "read_into_readonly", c_read_into_readonly, "errors", "RDMA_READ into a local MR without LOCAL_WRITE -> LOC_PROT_ERR" },
 	{ "bad_lkey_after_good", c_bad_lkey_after_good, "errors", "good WR, bad lkey, good WR -> SUCCESS, LOC_PROT_ERR, FLUSH" },
 	{ "rnr_zero", c_rnr_zero, "errors", "SEND, no receive, rnr_retry 0 -> RNR_RETRY_EXC_ERR" },
 	{ "rnr_infinite", c_rnr_infinite, "errors", "SEND, no receive, rnr_retry 7 -> completes once a receive is posted" },
