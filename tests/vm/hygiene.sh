@@ -1,7 +1,7 @@
 #!/bin/bash
 # Guest test: resource hygiene on mbcf0/mbcf1.  After a normal perftest run,
 # after SIGKILL of a perftest client and of a server mid-transfer, and after
-# SIGKILL of a process holding many connected QPs, CQs and MRs with traffic
+# SIGKILL of a process holding many connected QPs, CQs and MRs with writes
 # in flight: `rdma resource show` lists no QP/CQ/MR/PD of an mbcf device and
 # every pinned page is unpinned.  Then both links are deleted, the module
 # unloads, and the kernel log is clean.
@@ -181,6 +181,11 @@ check assert_eq "$((2 * npairs))" "$(res mr)" "MRs while held"
 check assert_eq 2 "$(res pd)" "PDs while held"
 # each MR is 64 KiB, page aligned: 16 pages; rings are kernel memory
 check assert_eq "$((2 * npairs * 65536 / 4096))" "$(($(pins_held) - base_pins))" "pages pinned while held"
+tx_of() { rdma statistic show link "$1/1" | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }'; }
+tx0=$(tx_of mbcf0)
+sleep 1
+tx1=$(tx_of mbcf0)
+check assert_match '^[1-9]' "$((tx1 - tx0))" "mbcf0 frames sent in the second before the kill (writes in flight)"
 t0=$EPOCHREALTIME
 kill -KILL "$hpid"
 wait "$hpid" 2>/dev/null

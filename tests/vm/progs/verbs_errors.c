@@ -1564,6 +1564,19 @@ static void c_rtr_responder(void)
  * traffic in flight; print "ready QPS CQS MRS" and wait to be killed
  * (tests/vm/hygiene.sh checks that everything is released).
  */
+static void hold_write(struct side *s, struct buf *l, struct buf *t)
+{
+	struct ibv_sge sg = sge_of(l, 0, 65536);
+	struct ibv_send_wr wr = {
+		.sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)t->p;
+	wr.wr.rdma.rkey = t->mr->rkey;
+	ibv_post_send(s->qp, &wr, &bad);
+}
+
 static int hold(int n)
 {
 	struct side *pa = calloc((size_t)n, sizeof(*pa)), *pb = calloc((size_t)n, sizeof(*pb));
@@ -1585,26 +1598,30 @@ static int hold(int n)
 		ba[i] = buf_new(&pa[i], 65536, 0, default_opts.access);
 		bb[i] = buf_new(&pb[i], 65536, 0, default_opts.access);
 	}
+	/* Writes keep flowing on every pair until we are killed. */
 	for (i = 0; i < n; i++) {
-		struct ibv_sge sg = sge_of(&ba[i], 0, 65536), rsg = sge_of(&bb[i], 0, 65536);
+		struct ibv_sge rsg = sge_of(&bb[i], 0, 65536);
 
 		for (k = 0; k < 4; k++) {
 			struct ibv_recv_wr rw = { .wr_id = (uint64_t)k, .sg_list = &rsg, .num_sge = 1 }, *bad;
-			struct ibv_send_wr wr = {
-				.wr_id = (uint64_t)k, .sg_list = &sg, .num_sge = 1,
-				.opcode = IBV_WR_RDMA_WRITE,
-			}, *sbad;
 
 			ibv_post_recv(pb[i].qp, &rw, &bad);
-			wr.wr.rdma.remote_addr = (uintptr_t)bb[i].p;
-			wr.wr.rdma.rkey = bb[i].mr->rkey;
-			ibv_post_send(pa[i].qp, &wr, &sbad);
+			hold_write(&pa[i], &ba[i], &bb[i]);
 		}
 	}
 	printf("ready %d %d %d\n", 2 * n, 2 * n, 2 * n);
 	fflush(stdout);
-	for (;;)
-		pause();
+	for (;;) {
+		for (i = 0; i < n; i++) {
+			struct ibv_wc wc[8];
+			int got = ibv_poll_cq(pa[i].cq, 8, wc);
+
+			for (k = 0; k < got; k++)
+				if (wc[k].status == IBV_WC_SUCCESS)
+					hold_write(&pa[i], &ba[i], &bb[i]);
+		}
+		nap_us(1000);
+	}
 	return 0;
 }
 
