@@ -55,7 +55,7 @@ def ratios(rows):
         line(f"{t} {s} B, mbcf/rxe latency", find(rows, transport="mbcf", test=t, size=s),
              find(rows, transport="rxe", test=t, size=s), 0.5 if t != "ib_send_lat" else None)
     line("ib_write_lat 4 B, mbcf/TCP round trip", find(rows, transport="mbcf", test="ib_write_lat", size="4"),
-         find(rows, transport="tcp", test="rtt", size="4"))
+         find(rows, transport="tcp", test="rtt_half", size="4"))
     line("ib_write_bw 64 KiB MTU 1500, mbcf/rxe bandwidth",
          find(rows, transport="mbcf", test="ib_write_bw", size="65536", mtu="1500", group="bandwidth"),
          find(rows, transport="rxe", test="ib_write_bw", size="65536", mtu="1500"), 2.0, "higher")
