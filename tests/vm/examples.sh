@@ -87,10 +87,14 @@ pingpong() {	# NAME CLIENT_NS CLIENT_DEV CLIENT_ADDR MODE SIZE ITERS
 check pingpong pp_imm in_ns1 mbcf1 "$VM_IP0" i 64 200
 check pingpong pp_poll in_ns1 mbcf1 "$VM_IP0" p 64 200
 # 4000 bytes: three frames on a 1500-byte netdev, every byte checked.
-check pingpong pp_imm_4000 in_ns1 mbcf1 "$VM_IP0" i 4000 50
-check pingpong pp_poll_4000 in_ns1 mbcf1 "$VM_IP0" p 4000 50
+check pingpong pp_imm_4000 in_ns1 mbcf1 "$VM_IP0" i 4000 100
 check pingpong pp_loop_imm "" mbcf0 127.0.0.1 i 64 100
-check pingpong pp_loop_poll "" mbcf0 "$VM_IP0" p 1000 50
+# Polling the last 8 bytes of a 4000-byte write, then checking the rest:
+# fails now and then (November 2026: about one round trip in a few hundred;
+# rxe in the same guest: never), as the end of the last frame becomes
+# visible before the bytes in front of it.  See docs/porting.md.
+check pingpong pp_poll_4000 in_ns1 mbcf1 "$VM_IP0" p 4000 200
+check pingpong pp_loop_poll_4000 "" mbcf0 "$VM_IP0" p 4000 200
 
 # --- atomic_counter ---------------------------------------------------------------
 # counter CASE K CLIENT...: each CLIENT is "ns1" (mbcf1) or "loop" (mbcf0).
