@@ -3,6 +3,9 @@
 # flushes and target memory (progs/verbs_errors.c), on mbcf0 <-> mbcf1
 # across the veth pair and on mbcf0 in loopback; then the kernel log.
 #   tests/vm/run.sh --build BUILD tests/vm/errors.sh [PATH/TO/mbcf_verbs_errors]
+# One case by hand in a guest (minimal reproduction of a failure):
+#   mbcf_verbs_errors -a mbcf0 -b mbcf0 events      (loopback)
+#   mbcf_verbs_errors -a mbcf0 -b mbcf1 bad_lkey    (across the veth pair)
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"

@@ -698,7 +698,14 @@ static void lkey_case(int good_first)
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
 	sg[bad].lkey ^= 0x00100000;
-	if (!post_wr(&A, wr)) {
+	if (good_first == 2) {
+		/* the good WR in a call of its own, the bad one right after */
+		wr[0].next = NULL;
+		if (post_wr(&A, &wr[0]))
+			goto out;
+		wr[0].next = &wr[1];
+	}
+	if (!post_wr(&A, good_first == 2 ? &wr[1] : wr)) {
 		id = 1;
 		if (good_first) {
 			expect_wc(&A, id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10,
@@ -722,6 +729,7 @@ static void lkey_case(int good_first)
 	}
 	/* A local error is not the responder's: it stays connected. */
 	expect_state(&B, IBV_QPS_RTS, "responder after a local error");
+out:
 	buf_free(&t);
 	buf_free(&l);
 	pair_down();
@@ -755,6 +763,7 @@ static void c_read_into_readonly(void)
 
 static void c_bad_lkey(void) { lkey_case(0); }
 static void c_bad_lkey_after_good(void) { lkey_case(1); }
+static void c_bad_lkey_after_good_2posts(void) { lkey_case(2); }
 
 /* ---- receiver not ready ---------------------------------------------------- */
 
@@ -1647,6 +1656,7 @@ static const struct tcase cases[] = {
 	{ "bad_lkey", c_bad_lkey, "errors", "local SGE with a bad lkey -> LOC_PROT_ERR" },
 	{ "read_into_readonly", c_read_into_readonly, "errors", "RDMA_READ into a local MR without LOCAL_WRITE -> LOC_PROT_ERR" },
 	{ "bad_lkey_after_good", c_bad_lkey_after_good, "errors", "good WR, bad lkey, good WR -> SUCCESS, LOC_PROT_ERR, FLUSH" },
+	{ "bad_lkey_after_good_2posts", c_bad_lkey_after_good_2posts, "errors", "as bad_lkey_after_good, the good WR posted by an earlier call" },
 	{ "rnr_zero", c_rnr_zero, "errors", "SEND, no receive, rnr_retry 0 -> RNR_RETRY_EXC_ERR" },
 	{ "rnr_infinite", c_rnr_infinite, "errors", "SEND, no receive, rnr_retry 7 -> completes once a receive is posted" },
 	{ "recv_too_small", c_recv_too_small, "errors", "SEND longer than the receive -> LOC_LEN_ERR / REM_INV_REQ_ERR" },
