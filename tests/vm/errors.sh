@@ -23,7 +23,7 @@ vm_wait_port mbcf1 10 || exit 1
 # Device bugs known to fail a case: the FAIL line names them (see the
 # report of the test that found them).  Empty when the device is correct.
 declare -A known_bug=(
-	[bad_lkey_after_good]="a WR failing local checks (bad lkey) flushes the good WRs posted before it (kmod/qp.c mbcf_qp_fail: conn flush before the failed WQE); the first one completes WR_FLUSH_ERR although its data landed, instead of SUCCESS"
+	[bad_lkey_after_good]="a WR failing local checks (bad lkey) flushes the good WRs before it in the same ibv_post_send list (kmod/qp.c mbcf_qp_fail: conn flush before the failed WQE); the first one completes WR_FLUSH_ERR although its data landed, instead of SUCCESS"
 	[events]="an unsuccessful completion raises no event on a CQ armed solicited-only (kmod/proto.c/qp.c push error CQEs with solicited=false; ibv_req_notify_cq(3): error CQEs are solicited)"
 )
 
