@@ -117,8 +117,10 @@ int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
 	} else {
 		memcpy(slot, wc, sizeof(*wc));
 		mbcf_ring_produce(&cq->ring);
+		/* An unsuccessful completion counts as solicited (verbs). */
 		if (cq->notify == IB_CQ_NEXT_COMP ||
-		    (cq->notify == IB_CQ_SOLICITED && solicited)) {
+		    (cq->notify == IB_CQ_SOLICITED &&
+		     (solicited || wc->status != IB_WC_SUCCESS))) {
 			cq->notify = 0;
 			fire = true;
 		}

@@ -118,7 +118,8 @@ struct mbcf_qp {
 	u8 *sq_copy;			/* private copies of slots [idx, rd) */
 	/* A request failed locally: error the QP once the core returns. */
 	enum ib_wc_status conn_failed;
-	bool failed_valid;		/* the failed WQE is at sq.rd */
+	bool failed_valid;		/* a failed WQE waits at sq.rd ... */
+	enum ib_wc_status failed_status;	/* ... to complete with this */
 	bool rx_bad;			/* the claimed receive rejected data */
 
 	/* Receive queue: same; claimed by the core one message at a time. */

@@ -269,6 +269,30 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_dev *dev, struct ib_pd *pd,
 	return mr;
 }
 
+/*
+ * Store @n bytes so that the last 8 become visible last.  The kernel's
+ * memcpy may copy backwards (x86 memcpy_orig does, to dodge false store
+ * dependences), and applications poll the last bytes of an RDMA write to
+ * see it has landed (perftest's ib_write_lat does): once they see them,
+ * every earlier byte of the message must be there.  Frames are applied in
+ * order and pages front to back, so ordering each chunk's tail suffices.
+ */
+static void mbcf_mr_store_ordered(struct page *page, u32 in_page,
+				  const void *buf, u32 n)
+{
+	u8 *dst = kmap_local_page(page) + in_page;
+
+	if (n > 8) {
+		memcpy(dst, buf, n - 8);
+		smp_wmb();
+		memcpy(dst + n - 8, buf + n - 8, 8);
+	} else {
+		memcpy(dst, buf, n);
+	}
+	flush_dcache_page(page);
+	kunmap_local(dst);
+}
+
 /* Copy len bytes at offset off of a checked range, page by page. */
 static void mbcf_mr_copy_bytes(struct mbcf_mr *mr, u64 off, void *buf,
 			       u32 len, bool to_mr)
@@ -281,7 +305,7 @@ static void mbcf_mr_copy_bytes(struct mbcf_mr *mr, u64 off, void *buf,
 		u32 n = min_t(u32, len, PAGE_SIZE - in_page);
 
 		if (to_mr)
-			memcpy_to_page(page, in_page, buf, n);
+			mbcf_mr_store_ordered(page, in_page, buf, n);
 		else
 			memcpy_from_page(buf, page, in_page, n);
 		buf += n;

@@ -19,6 +19,8 @@
 
 #define MBCF_QP_RESP_SLOTS	roundup_pow_of_two(MBCF_MAX_RD_ATOMIC)
 
+static void mbcf_qp_default_attrs(struct mbcf_qp *qp);
+
 struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie)
 {
 	return (struct mbcf_send_wqe *)(qp->sq_copy +
@@ -235,8 +237,8 @@ static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
 				st = IB_WC_LOC_QP_OP_ERR;
 		}
 		if (st != IB_WC_SUCCESS) {
-			/* Left in the ring: completed with @st after a flush. */
-			qp->conn_failed = st;
+			/* Left in the ring: see mbcf_qp_fail_wqe(). */
+			qp->failed_status = st;
 			qp->failed_valid = true;
 			break;
 		}
@@ -247,29 +249,29 @@ static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
 }
 
 /*
- * A request failed locally (or the ring is garbage): what was queued before
- * it is flushed first, then the failed WQE, still at the ring's read cursor,
- * completes with its own status, then the rest is flushed.
+ * A WQE failed local checks: it waits at the ring's read cursor until every
+ * request before it has completed normally, then completes with its own
+ * status, and the QP goes to error (what follows is flushed).  If the QP
+ * failed meanwhile for another reason, it is simply flushed.
  */
-static void mbcf_qp_fail(struct mbcf_qp *qp)
+static void mbcf_qp_fail_wqe(struct mbcf_qp *qp)
 {
-	enum ib_wc_status st = qp->conn_failed;
+	enum ib_wc_status st = qp->failed_status;
 	struct mbcf_send_wqe w;
 	bool corrupt;
 	void *e;
 
-	qp->conn_failed = 0;
-	if (qp->conn.state == MBCF_CONN_RTS)
-		mbcf_conn_flush(&qp->conn);
-	if (qp->failed_valid) {
-		e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
-		if (e) {
-			memcpy(&w, e, sizeof(w));
-			mbcf_ring_consume(&qp->sq);
-			mbcf_qp_push_send(qp, &w, st, mbcf_qp_wc_opcode(w.opcode));
-		}
-	}
 	qp->failed_valid = false;
+	if (qp->conn.state != MBCF_CONN_RTS)
+		st = IB_WC_WR_FLUSH_ERR;
+	else
+		mbcf_conn_flush(&qp->conn);	/* nothing outstanding: no CQE */
+	e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
+	if (e) {
+		memcpy(&w, e, sizeof(w));
+		mbcf_ring_consume(&qp->sq);
+		mbcf_qp_push_send(qp, &w, st, mbcf_qp_wc_opcode(w.opcode));
+	}
 	mbcf_qp_to_error(qp);
 }
 
@@ -279,11 +281,16 @@ static void mbcf_qp_fail(struct mbcf_qp *qp)
  */
 void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
-	if (qp->state == IB_QPS_RTS && mbcf_qp_pull_sq(qp))
+	if (qp->state == IB_QPS_RTS && !qp->failed_valid && mbcf_qp_pull_sq(qp))
 		mbcf_conn_kick(&qp->conn, now);
 
-	if (unlikely(qp->conn_failed))
-		mbcf_qp_fail(qp);
+	if (unlikely(qp->failed_valid) &&
+	    (qp->conn.state != MBCF_CONN_RTS || !mbcf_conn_outstanding(&qp->conn)))
+		mbcf_qp_fail_wqe(qp);
+	if (unlikely(qp->conn_failed)) {
+		qp->conn_failed = 0;
+		mbcf_qp_to_error(qp);
+	}
 	if (qp->state == IB_QPS_ERR)
 		mbcf_qp_flush_rings(qp);
 }
@@ -441,6 +448,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->lock);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	mbcf_qp_default_attrs(qp);
 	hrtimer_init(&qp->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	qp->timer.function = mbcf_proto_timer;
 
@@ -501,6 +509,19 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 }
 
 /* ---- modify / query ---------------------------------------------------- */
+
+/*
+ * A verbs responder may stay in RTR and never get the RTS attributes, yet
+ * its read and atomic responses travel on its own reliable stream: give
+ * that stream sane retransmission defaults until RTS sets the real ones.
+ */
+static void mbcf_qp_default_attrs(struct mbcf_qp *qp)
+{
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->attr.timeout = 14;		/* 67 ms */
+	qp->attr.retry_cnt = 7;
+	qp->attr.rnr_retry = 7;
+}
 
 /* IB spec 9.7.6.1.2: the RNR NAK timer field, in microseconds. */
 static const u32 mbcf_qp_rnr_us[32] = {
@@ -600,7 +621,8 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 		mbcf_ring_store_release(mbcf_ring_cons(&qp->rq), qp->rq.idx);
 		qp->sq.rd = qp->sq.idx;
 		qp->rq.rd = qp->rq.idx;
-		memset(&qp->attr, 0, sizeof(qp->attr));
+		qp->failed_valid = false;
+		mbcf_qp_default_attrs(qp);
 		break;
 	case IB_QPS_INIT:
 		break;
