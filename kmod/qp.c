@@ -264,8 +264,6 @@ static void mbcf_qp_fail_wqe(struct mbcf_qp *qp)
 	qp->failed_valid = false;
 	if (qp->conn.state != MBCF_CONN_RTS)
 		st = IB_WC_WR_FLUSH_ERR;
-	else
-		mbcf_conn_flush(&qp->conn);	/* nothing outstanding: no CQE */
 	e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
 	if (e) {
 		memcpy(&w, e, sizeof(w));
