@@ -122,8 +122,10 @@ def plots(rows, outdir):
 def main():
     rows = load(sys.argv[1])
     outdir = sys.argv[2]
+    how = sys.argv[3] if len(sys.argv) > 3 else ""
     md = ["# mbcf benchmark results", "",
           "One QEMU guest (TCG, 2 vCPUs), one run; server pinned to vCPU 0, client to vCPU 1.",
+          "Run: " + (how or "bench/run.sh"), "",
           "Median of the runs listed. Absolute numbers mean nothing under emulation; the ratios do.", "",
           "## Ratios", ""] + ratios(rows) + ["", "## Plots", ""] + plots(rows, outdir) + \
          ["", "## All figures", ""] + table(rows)
