@@ -20,6 +20,7 @@
 #define MBCF_QP_RESP_SLOTS	roundup_pow_of_two(MBCF_MAX_RD_ATOMIC)
 
 static void mbcf_qp_default_attrs(struct mbcf_qp *qp);
+static enum ib_wc_opcode mbcf_qp_wc_opcode(u32 uverbs_op);
 
 struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie)
 {
@@ -69,20 +70,26 @@ static void mbcf_qp_push_recv_flush(struct mbcf_qp *qp,
 /*
  * In the error state every request still in a ring completes with
  * IB_WC_WR_FLUSH_ERR, including those posted after the error (verbs).
+ * One ring's worth per call: a process posting as fast as we flush must
+ * not keep us here with bottom halves off; its next doorbell continues.
  */
 static void mbcf_qp_flush_rings(struct mbcf_qp *qp)
 {
 	struct mbcf_send_wqe sw;
 	struct mbcf_recv_wqe rw;
 	bool corrupt;
+	u32 n;
 	void *e;
 
-	while ((e = mbcf_ring_consume_slot(&qp->sq, &corrupt))) {
+	for (n = 0; n <= qp->sq.mask &&
+	     (e = mbcf_ring_consume_slot(&qp->sq, &corrupt)); n++) {
 		memcpy(&sw, e, sizeof(sw));
 		mbcf_ring_consume(&qp->sq);
-		mbcf_qp_push_send(qp, &sw, IB_WC_WR_FLUSH_ERR, IB_WC_SEND);
+		mbcf_qp_push_send(qp, &sw, IB_WC_WR_FLUSH_ERR,
+				  mbcf_qp_wc_opcode(sw.opcode));
 	}
-	while ((e = mbcf_ring_consume_slot(&qp->rq, &corrupt))) {
+	for (n = 0; n <= qp->rq.mask &&
+	     (e = mbcf_ring_consume_slot(&qp->rq, &corrupt)); n++) {
 		memcpy(&rw, e, sizeof(rw));
 		mbcf_ring_consume(&qp->rq);
 		mbcf_qp_push_recv_flush(qp, &rw);
