@@ -20,13 +20,6 @@ vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
 vm_wait_port mbcf0 10 || exit 1
 vm_wait_port mbcf1 10 || exit 1
 
-# Device bugs known to fail a case: the FAIL line names them (see the
-# report of the test that found them).  Empty when the device is correct.
-declare -A known_bug=(
-	[bad_lkey_after_good]="a WR failing local checks (bad lkey) flushes the good WRs before it in the same ibv_post_send list (kmod/qp.c mbcf_qp_fail: conn flush before the failed WQE); the first one completes WR_FLUSH_ERR although its data landed, instead of SUCCESS"
-	[events]="an unsuccessful completion raises no event on a CQ armed solicited-only (kmod/proto.c/qp.c push error CQEs with solicited=false; ibv_req_notify_cq(3): error CQEs are solicited)"
-)
-
 # counters DEV: the nonzero protocol counters of DEV/1, one line.
 counters() {
 	rdma statistic show link "$1/1" 2>/dev/null |
@@ -45,12 +38,7 @@ run_pair() {
 		case "$line" in
 		"FAIL "*)
 			name=${line#FAIL }
-			name=${name%% *}
-			if [ -n "${known_bug[$name]:-}" ]; then
-				echo "FAIL: $name [$a-$b]: device bug: ${known_bug[$name]}" >&2
-			else
-				echo "FAIL: $name [$a-$b]" >&2
-			fi
+			echo "FAIL: ${name%% *} [$a-$b]" >&2
 			;;
 		esac
 	done <<<"$out"
