@@ -51,6 +51,18 @@ check assert_match 'atomic_cap:\s+ATOMIC_GLOB' "$info" "mbcf0 atomic_cap"
 check assert_match "GID\[\s*0\]:\s+fe80:0000:0000:0000:$e0" "$info" "mbcf0 GID[0] via ibv_devinfo"
 check assert_match 'state:\s+PORT_ACTIVE' "$(in_ns1 ibv_devinfo -d mbcf1 2>&1)" "mbcf1 from ns1"
 
+# --- the provider also works uninstalled (RDMAV_DRIVERS=<abs path>) ---------
+drv=/etc/libibverbs.d/mbcf.driver
+if [ -e "$drv" ] && [ -e "$MBCF_BUILD/provider/libmbcf-rdmav34.so" ]; then
+	mv "$drv" "$drv.off"
+	check assert_match 'no userspace device-specific driver found for mbcf0' \
+		"$(ibv_devinfo -d mbcf0 2>&1)" "no provider without mbcf.driver"
+	check assert_match 'state:\s+PORT_ACTIVE' \
+		"$(RDMAV_DRIVERS=$MBCF_BUILD/provider/libmbcf ibv_devinfo -d mbcf0 2>&1)" \
+		"RDMAV_DRIVERS=<build>/provider/libmbcf"
+	mv "$drv.off" "$drv"
+fi
+
 # --- port state and MTU follow the netdev -------------------------------------
 check assert_cmd ip link set veth0 down
 sleep 0.3
