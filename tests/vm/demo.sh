@@ -6,9 +6,7 @@ set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
 
-[ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 were not created"
-vm_wait_port mbcf0 10 || exit 1
-vm_wait_port mbcf1 10 || exit 1
+vm_require_mbcf
 
 show() {
 	echo

@@ -14,11 +14,8 @@ failed=0
 check() { "$@" || failed=$((failed + 1)); }
 
 prog=${1:-${MBCF_BUILD:-}/tests/vm/progs/mbcf_verbs_errors}
-vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
-[ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
+vm_require_mbcf
 [ -x "$prog" ] || vm_die "no test program at $prog"
-vm_wait_port mbcf0 10 || exit 1
-vm_wait_port mbcf1 10 || exit 1
 PORT=18515
 
 # pins_held: pages pinned with FOLL_PIN system-wide (as mr.sh).

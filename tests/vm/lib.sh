@@ -45,6 +45,15 @@ vm_have_mbcf() {
 	modinfo mbcf >/dev/null 2>&1
 }
 
+# vm_require_mbcf: exit the script unless the topology created mbcf0 and
+# mbcf1 and both ports are ACTIVE (every mbcf test starts with this).
+vm_require_mbcf() {
+	vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
+	[ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
+	vm_wait_port mbcf0 20 || exit 1
+	vm_wait_port mbcf1 20 || exit 1
+}
+
 # vm_dmesg_mark: remember the end of the kernel log; a later
 # `vm_dmesg_check --since-mark` scans only what was logged after it.
 vm_dmesg_mark() {

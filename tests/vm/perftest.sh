@@ -8,9 +8,7 @@ set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
 
-[ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
-vm_wait_port mbcf0 20 || exit 1
-vm_wait_port mbcf1 20 || exit 1
+vm_require_mbcf
 
 failed=0
 runs=0
