@@ -78,17 +78,9 @@ static int cl_server(const struct ex_opts *o, struct ex_dev *d)
 		fprintf(stderr, "value %llu lock %llu, want %llu and 0\n",
 			(unsigned long long)value, (unsigned long long)lock,
 			(unsigned long long)total);
-	for (c = 0; c < o->clients; c++)
-		if (ex_send_u64(cl[c].fd, err ? 1 : 0))	/* the verdict */
-			err = -1;
+	err = ex_send_verdicts(cl, o->clients, err);
 out:
-	for (c = 0; cl && c < o->clients; c++)
-		if (ex_conn_close(&cl[c]))
-			err = -1;
-	if (mr && ibv_dereg_mr(mr)) {
-		fprintf(stderr, "ibv_dereg_mr failed\n");
-		err = -1;
-	}
+	err = ex_serve_close(cl, o->clients, mr, err);
 	free(word);
 	free(cl);
 	return err;

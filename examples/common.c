@@ -547,6 +547,30 @@ int ex_conn_close(struct ex_conn *c)
 	return err;
 }
 
+int ex_send_verdicts(struct ex_conn *cl, int n, int err)
+{
+	int c;
+
+	for (c = 0; c < n; c++)
+		if (ex_send_u64(cl[c].fd, err ? 1 : 0))
+			err = -1;
+	return err;
+}
+
+int ex_serve_close(struct ex_conn *cl, int n, struct ibv_mr *mr, int err)
+{
+	int c;
+
+	for (c = 0; cl && c < n; c++)
+		if (ex_conn_close(&cl[c]))
+			err = -1;
+	if (mr && ibv_dereg_mr(mr)) {
+		fprintf(stderr, "ibv_dereg_mr failed\n");
+		err = -1;
+	}
+	return err;
+}
+
 /* ---- completions ------------------------------------------------------------- */
 
 double ex_now_us(void)

@@ -102,6 +102,12 @@ int ex_join(struct ex_dev *d, const struct ex_opts *o, struct ex_conn *c,
 	    uint32_t recv_wr);
 /* Destroy the QP and close the socket; 0, or -1 if destroying failed. */
 int ex_conn_close(struct ex_conn *c);
+/* Server: tell each of the @n clients the verdict (0 = every check passed);
+ * returns @err, or -1 if a client could not be told. */
+int ex_send_verdicts(struct ex_conn *cl, int n, int err);
+/* Server: close all @n client connections and deregister @mr (may be NULL);
+ * returns @err, or -1 if a teardown step failed. */
+int ex_serve_close(struct ex_conn *cl, int n, struct ibv_mr *mr, int err);
 
 /* ---- TCP exchange (every call gives up after the timeout) ---- */
 
