@@ -16,15 +16,7 @@
 #include <infiniband/driver.h>
 #include <rdma/ib_user_verbs.h>
 
-static int failures;
-
-#define CHECK(cond)                                                         \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                         \
-		}                                                           \
-	} while (0)
+#include "test-check.h"
 
 /* Both commands share this layout after the header. */
 struct zero_wr_cmd {

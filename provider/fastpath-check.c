@@ -20,15 +20,7 @@
 
 #include "mbcf.h"
 
-static int failures;
-
-#define CHECK(cond)                                                         \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                         \
-		}                                                           \
-	} while (0)
+#include "test-check.h"
 
 static int pipe_rd;
 static struct verbs_context *vctx;
