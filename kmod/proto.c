@@ -271,9 +271,11 @@ void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		goto out;
 	}
 	spin_lock(&qp->lock);
-	/* A conn in ERROR still answers (a lost NAK is repeated). */
+	/*
+	 * A conn in ERROR still answers (a lost NAK is repeated).  The core
+	 * checks (and counts) the QP numbers; only the MAC is ours to check.
+	 */
 	if (unlikely(qp->dying || qp->conn.state == MBCF_CONN_RESET ||
-		     f->src_qpn != qp->dest_qpn ||
 		     !ether_addr_equal(src_mac, qp->dmac))) {
 		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
 	} else {
