@@ -16,15 +16,24 @@ SIZES="2 1440 4096 65536"
 [ "${1:-}" = quick ] && SIZES="2 65536"
 
 # perf TEST SIZE EXTRA...: server in the initial namespace, client in ns1.
+# perftest converts cycles to time with a rate it measures against
+# gettimeofday(); on a loaded TCG host that regression can miss its r^2 >= 0.9
+# bar, and with -F perftest then reports 0.00 although every work request
+# completed (rc 0).  Such a run says nothing about the device, so it is rerun
+# (at most twice, and said so); any other zero figure still fails.
 perf() {
-	local t=$1 size=$2 srv out rc row col
+	local t=$1 size=$2 srv out rc row col attempt
 	shift 2
 	srv=$(mktemp)
-	timeout 60 "$t" -d mbcf0 -x 0 -F -s "$size" "$@" >"$srv" 2>&1 &
-	local spid=$!
-	out=$(vm_retry 30 0.2 in_ns1 timeout 60 "$t" -d mbcf1 -x 0 -F -s "$size" "$@" "$VM_IP0" 2>&1)
-	rc=$?
-	wait "$spid" || rc=1
+	for attempt in 1 2 3; do
+		timeout 60 "$t" -d mbcf0 -x 0 -F -s "$size" "$@" >"$srv" 2>&1 &
+		local spid=$!
+		out=$(vm_retry 30 0.2 in_ns1 timeout 60 "$t" -d mbcf1 -x 0 -F -s "$size" "$@" "$VM_IP0" 2>&1)
+		rc=$?
+		wait "$spid" || rc=1
+		[ "$rc" = 0 ] && grep -q 'Correlation coefficient r^2' <<<"$out" || break
+		echo "note: $t -s $size $*: perftest could not calibrate its clock (attempt $attempt), rerun"
+	done
 	runs=$((runs + 1))
 	# Result row: "<bytes> <iterations> <figures...>".
 	row=$(printf '%s\n' "$out" | awk -v s="$size" '$1 == s && $2 ~ /^[0-9]+$/ { print; exit }')
