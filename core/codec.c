@@ -180,17 +180,25 @@ static int codec_count(struct mbcf_counters *ctr, int err)
 int mbcf_codec_parse(const u8 *buf, u32 len, struct mbcf_frame *f,
 		     struct mbcf_counters *ctr)
 {
+	return mbcf_codec_parse_split(buf, len, len, f, ctr);
+}
+
+int mbcf_codec_parse_split(const u8 *buf, u32 avail, u32 len,
+			   struct mbcf_frame *f, struct mbcf_counters *ctr)
+{
 	const struct codec_op *o;
 	u32 want;
 
-	if (len < MBCF_HDR_LEN)
+	if (avail > len)
+		avail = len;
+	if (avail < MBCF_HDR_LEN)
 		return codec_count(ctr, MBCF_PARSE_TRUNCATED);
 	if (buf[MBCF_OFF_VERSION] != MBCF_WIRE_VERSION)
 		return codec_count(ctr, MBCF_PARSE_BAD_VERSION);
 	o = codec_op(buf[MBCF_OFF_OPCODE]);
 	if (!o)
 		return codec_count(ctr, MBCF_PARSE_BAD_OPCODE);
-	if (len < o->hdr_len)
+	if (avail < o->hdr_len)
 		return codec_count(ctr, MBCF_PARSE_TRUNCATED);
 
 	memset(f, 0, sizeof(*f));
@@ -218,7 +226,8 @@ int mbcf_codec_parse(const u8 *buf, u32 len, struct mbcf_frame *f,
 	codec_parse_ext(buf, f);
 	if (!codec_fields_ok(f, o))
 		return codec_count(ctr, MBCF_PARSE_MALFORMED);
-	f->payload = buf + o->hdr_len;
+	/* Not contiguous with the header: the caller supplies it. */
+	f->payload = avail >= want ? buf + o->hdr_len : NULL;
 	return MBCF_PARSE_OK;
 }
 

@@ -60,10 +60,27 @@ static void recv_segment_done(struct mbcf_conn *c, const struct mbcf_frame *f,
 	c->rx_msg = f->flags & MBCF_F_LAST ? 0 : kind;
 }
 
+/* Piece k of f's payload in *p, *n; false past the last one. */
+static bool recv_piece(const struct mbcf_frame *f, u32 k, const u8 **p, u32 *n)
+{
+	if (f->payload) {
+		*p = f->payload;
+		*n = f->paylen;
+		return k == 0;
+	}
+	if (k >= f->niov)
+		return false;
+	*p = f->iov[k].base;
+	*n = f->iov[k].len;
+	return true;
+}
+
 static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	bool imm = f->op == MBCF_OP_WRITE_IMM;
 	int st = recv_segment(c, f, MBCF_OP_WRITE);
+	const u8 *p;
+	u32 k, n, off;
 
 	if (st)
 		return st;
@@ -72,9 +89,9 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 	/* claim before writing: a STOP must leave nothing half done */
 	if (imm && !recv_claim(c))
 		return MBCF_RX_RNR;
-	if (f->paylen) {
-		st = c->ops->target_write(c->env, f->rkey, f->va, f->payload,
-					  f->paylen);
+	for (k = 0, off = 0; f->paylen && recv_piece(f, k, &p, &n);
+	     k++, off += n) {
+		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);
 		if (st)
 			return st;
 	}
@@ -87,6 +104,8 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	int st = recv_segment(c, f, MBCF_OP_SEND);
+	const u8 *p;
+	u32 k, n, off;
 
 	if (st)
 		return st;
@@ -98,9 +117,9 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 		recv_complete(c, f->op, MBCF_WC_LOC_LEN_ERR, c->rx_off, NULL);
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	}
-	if (f->paylen)
-		c->ops->recv_write(c->env, c->rx_cookie, c->rx_off, f->payload,
-				   f->paylen);
+	for (k = 0, off = c->rx_off; f->paylen && recv_piece(f, k, &p, &n);
+	     k++, off += n)
+		c->ops->recv_write(c->env, c->rx_cookie, off, p, n);
 	c->rx_off += f->paylen;
 	recv_segment_done(c, f, MBCF_OP_SEND);
 	if (f->flags & MBCF_F_LAST)
@@ -154,6 +173,8 @@ static int recv_atomic(struct mbcf_conn *c, const struct mbcf_frame *f)
 static int recv_read_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	struct mbcf_msg *m = mbcf_send_pending_rd(c);
+	const u8 *p;
+	u32 k, n, off;
 	bool last;
 
 	if (!m || m->op != MBCF_OP_READ_REQ || f->req_psn != m->first_psn ||
@@ -163,9 +184,10 @@ static int recv_read_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (!(f->flags & MBCF_F_FIRST) != !!f->offset ||
 	    !(f->flags & MBCF_F_LAST) != !last)
 		return MBCF_RX_DROP;
-	if (f->paylen && c->ops->resp_data(c->env, m->cookie, f->offset,
-					   f->payload, f->paylen))
-		m->status = MBCF_WC_LOC_PROT_ERR;
+	for (k = 0, off = f->offset; f->paylen && recv_piece(f, k, &p, &n);
+	     k++, off += n)
+		if (c->ops->resp_data(c->env, m->cookie, off, p, n))
+			m->status = MBCF_WC_LOC_PROT_ERR;
 	m->rcvd += f->paylen;
 	if (last)
 		m->flags |= MBCF_MSG_GOT_RESP;

@@ -274,4 +274,28 @@ int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
 		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
 		    const void *src, u32 len);
 
+/*
+ * Zero-copy transmit: instead of copying, reference the pages that hold the
+ * bytes (get_page per piece, appended to sp).  Same checks and errors as
+ * the copies, plus -E2BIG when the pieces outnumber sp->max.  On any error
+ * the caller drops the references already taken (mbcf_spans_put()).
+ */
+struct mbcf_span {
+	struct page *page;
+	u32 off, len;
+};
+
+struct mbcf_spans {
+	struct mbcf_span *v;
+	u32 n, max;
+};
+
+enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
+
+int mbcf_mr_ref_pages(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		      u32 len, int access, struct mbcf_spans *sp);
+int mbcf_mr_gather_pages(struct mbcf_dev *dev, struct ib_pd *pd,
+			 const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+			 u32 len, struct mbcf_spans *sp);
+
 #endif /* MBCF_KMOD_H */

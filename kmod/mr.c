@@ -293,29 +293,52 @@ static void mbcf_mr_store_ordered(struct page *page, u32 in_page,
 	kunmap_local(dst);
 }
 
-/* Copy len bytes at offset off of a checked range, page by page. */
-static void mbcf_mr_copy_bytes(struct mbcf_mr *mr, u64 off, void *buf,
-			       u32 len, bool to_mr)
+/*
+ * Walk len bytes at offset off of a checked range, page by page: copy them
+ * in or out, or (MBCF_MR_REF) take a page reference per piece for a frame
+ * that will carry them without a copy.  Returns -E2BIG if the pieces do
+ * not fit the caller's span array (references taken so far are kept; the
+ * caller drops them).
+ */
+static int mbcf_mr_walk(struct mbcf_mr *mr, u64 off, u32 len,
+			enum mbcf_mr_op op, void *arg)
 {
 	u64 pos = off + mr->page_offset;
+	struct mbcf_spans *sp = arg;
+	u8 *buf = arg;
 
 	while (len) {
 		struct page *page = mr->pages[pos >> PAGE_SHIFT];
 		u32 in_page = offset_in_page(pos);
 		u32 n = min_t(u32, len, PAGE_SIZE - in_page);
 
-		if (to_mr)
+		switch (op) {
+		case MBCF_MR_STORE:
 			mbcf_mr_store_ordered(page, in_page, buf, n);
-		else
+			buf += n;
+			break;
+		case MBCF_MR_LOAD:
 			memcpy_from_page(buf, page, in_page, n);
-		buf += n;
+			buf += n;
+			break;
+		case MBCF_MR_REF:
+			if (sp->n == sp->max)
+				return -E2BIG;
+			get_page(page);
+			sp->v[sp->n++] = (struct mbcf_span){ page, in_page, n };
+			break;
+		case MBCF_MR_CHECK:
+			break;
+		}
 		pos += n;
 		len -= n;
 	}
+	return 0;
 }
 
 static int mbcf_mr_access(struct mbcf_dev *dev, struct ib_pd *pd, u32 key,
-			  u64 va, void *buf, u32 len, int access, bool to_mr)
+			  u64 va, u32 len, int access, enum mbcf_mr_op op,
+			  void *arg)
 {
 	struct mbcf_mr *mr;
 	int err = 0;
@@ -324,7 +347,7 @@ static int mbcf_mr_access(struct mbcf_dev *dev, struct ib_pd *pd, u32 key,
 	if (!len)
 		return 0;
 	rcu_read_lock();
-	if (!buf) {
+	if (op == MBCF_MR_CHECK) {
 		mr = mbcf_mr_find(dev, pd, key, va, len, access);
 		err = PTR_ERR_OR_ZERO(mr);
 	} else {
@@ -332,7 +355,7 @@ static int mbcf_mr_access(struct mbcf_dev *dev, struct ib_pd *pd, u32 key,
 		if (IS_ERR(mr)) {
 			err = PTR_ERR(mr);
 		} else {
-			mbcf_mr_copy_bytes(mr, va - mr->iova, buf, len, to_mr);
+			err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
 			mbcf_mr_put(mr);
 		}
 	}
@@ -344,20 +367,27 @@ int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
 		    const void *src, u32 len, int access)
 {
 	/* Pages pinned without FOLL_WRITE (no write access) are never written. */
-	return mbcf_mr_access(dev, pd, key, va, (void *)src, len,
-			      access | IB_ACCESS_LOCAL_WRITE, true);
+	return mbcf_mr_access(dev, pd, key, va, len,
+			      access | IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
+			      (void *)src);
 }
 
 int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
 		     void *dst, u32 len, int access)
 {
-	return mbcf_mr_access(dev, pd, key, va, dst, len, access, false);
+	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_LOAD, dst);
+}
+
+int mbcf_mr_ref_pages(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
+		      u32 len, int access, struct mbcf_spans *sp)
+{
+	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_REF, sp);
 }
 
 int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
 		  u32 len, int access)
 {
-	return mbcf_mr_access(dev, pd, key, va, NULL, len, access, false);
+	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_CHECK, NULL);
 }
 
 /*
@@ -405,13 +435,14 @@ int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
 }
 
 /*
- * Copy bytes [offset, offset + len) of the concatenation of an SGL: skip
- * the SGEs before offset, then one MR access per SGE touched (one in the
+ * Bytes [offset, offset + len) of the concatenation of an SGL: skip the
+ * SGEs before offset, then one MR access per SGE touched (one in the
  * common single-SGE case).
  */
-static int mbcf_mr_sgl_copy(struct mbcf_dev *dev, struct ib_pd *pd,
-			    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-			    void *buf, u32 len, int access, bool to_mr)
+static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
+			      const struct mbcf_sge *sge, u32 num_sge,
+			      u32 offset, u32 len, int access,
+			      enum mbcf_mr_op op, void *arg)
 {
 	const struct mbcf_sge *end = sge + num_sge;
 	u64 skip = offset;
@@ -431,30 +462,39 @@ static int mbcf_mr_sgl_copy(struct mbcf_dev *dev, struct ib_pd *pd,
 		if (va < sge->addr)
 			return -ERANGE;
 		n = min_t(u64, len, sge->length - skip);
-		err = mbcf_mr_access(dev, pd, sge->lkey, va, buf, n, access,
-				     to_mr);
+		err = mbcf_mr_access(dev, pd, sge->lkey, va, n, access, op, arg);
 		if (err)
 			return err;
-		buf += n;
+		if (op != MBCF_MR_REF)
+			arg = (u8 *)arg + n;
 		len -= n;
 		skip = 0;
 	}
 	return 0;
 }
 
+/* Reading one's own registered memory needs no access flag. */
 int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
 		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
 		   void *dst, u32 len)
 {
-	/* Reading one's own registered memory needs no access flag. */
-	return mbcf_mr_sgl_copy(dev, pd, sge, num_sge, offset, dst, len, 0,
-				false);
+	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len, 0,
+				  MBCF_MR_LOAD, dst);
+}
+
+int mbcf_mr_gather_pages(struct mbcf_dev *dev, struct ib_pd *pd,
+			 const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+			 u32 len, struct mbcf_spans *sp)
+{
+	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len, 0,
+				  MBCF_MR_REF, sp);
 }
 
 int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
 		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
 		    const void *src, u32 len)
 {
-	return mbcf_mr_sgl_copy(dev, pd, sge, num_sge, offset, (void *)src,
-				len, IB_ACCESS_LOCAL_WRITE, true);
+	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len,
+				  IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
+				  (void *)src);
 }

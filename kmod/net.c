@@ -7,8 +7,10 @@
  * names (proto.c), which applies it to target memory right here in NET_RX
  * softirq: no receive buffering, no thread hop.
  *
- * Transmit: one skb per frame, built in one pass: Ethernet header, MBCF
- * header, and the payload gathered straight from registered memory.  A
+ * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
+ * the payload either as fragments referencing the registered pages (no
+ * copy; the receiver's copy into target memory is the only one) or, when
+ * short or scattered over too many pieces, copied in behind them.  A
  * frame to our own MAC (both QPs on this device) goes through netif_rx()
  * so it is handled later in softirq, never re-entering a QP lock we hold.
  */
@@ -18,22 +20,90 @@
 
 #include "mbcf.h"
 
+/*
+ * A frame whose payload is not right behind its header (a zero-copy frame
+ * from mbcf_net_attach(), or a driver's page fragments): describe it to the
+ * core in pieces -- the linear rest, then each fragment mapped -- rather
+ * than copy it together.  Returns the number of pieces, or 0 if the skb
+ * must be linearised (frag list; a multi-page fragment under HIGHMEM).
+ */
+static u32 mbcf_net_pieces(struct sk_buff *skb, const struct mbcf_frame *f,
+			   struct mbcf_iov *iov)
+{
+	u32 want = f->paylen, n = 0, i, len;
+	const skb_frag_t *frag;
+
+	if (skb_has_frag_list(skb))
+		return 0;
+	for (i = 0; i < skb_shinfo(skb)->nr_frags; i++) {
+		frag = &skb_shinfo(skb)->frags[i];
+		if (IS_ENABLED(CONFIG_HIGHMEM) &&
+		    skb_frag_off(frag) + skb_frag_size(frag) > PAGE_SIZE)
+			return 0;
+	}
+	len = min(skb_headlen(skb) - f->hdr_len, want);
+	if (len) {
+		iov[n++] = (struct mbcf_iov){ skb->data + f->hdr_len, len };
+		want -= len;
+	}
+	for (i = 0; want && i < skb_shinfo(skb)->nr_frags; i++) {
+		frag = &skb_shinfo(skb)->frags[i];
+		len = min(skb_frag_size(frag), want);
+		iov[n++] = (struct mbcf_iov){
+			(u8 *)kmap_local_page(skb_frag_page(frag)) +
+				skb_frag_off(frag), len };
+		want -= len;
+	}
+	return n;
+}
+
+/* Undo the mappings of mbcf_net_pieces(), newest first. */
+static void mbcf_net_unmap(const struct sk_buff *skb,
+			   const struct mbcf_frame *f)
+{
+	u32 i = f->niov;
+
+	while (i-- > (skb_headlen(skb) > f->hdr_len ? 1 : 0))
+		kunmap_local(f->iov[i].base);
+}
+
 static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
 			struct packet_type *pt, struct net_device *orig_dev)
 {
 	struct mbcf_dev *dev = container_of(pt, struct mbcf_dev, ptype);
+	struct mbcf_counters *ctr = this_cpu_ptr(dev->rx_ctr);
+	struct mbcf_iov iov[MAX_SKB_FRAGS + 1];
 	struct mbcf_frame f;
+	u32 hdr_len;
 
 	if (skb->pkt_type == PACKET_OTHERHOST || skb->pkt_type == PACKET_OUTGOING)
 		goto drop;
 	skb = skb_share_check(skb, GFP_ATOMIC);
 	if (!skb)
 		return NET_RX_DROP;
-	if (skb_linearize(skb))
+	/* The header linear (parse judges what is too short), in two steps
+	 * so no payload byte is pulled in with it. */
+	if (!pskb_may_pull(skb, min_t(u32, skb->len, MBCF_HDR_LEN)))
 		goto drop;
-	if (mbcf_codec_parse(skb->data, skb->len, &f, this_cpu_ptr(dev->rx_ctr)))
+	hdr_len = skb_headlen(skb) >= MBCF_HDR_LEN ?
+		  mbcf_codec_hdr_len(skb->data[MBCF_OFF_OPCODE]) : 0;
+	if (hdr_len && !pskb_may_pull(skb, min(skb->len, hdr_len)))
 		goto drop;
+	if (mbcf_codec_parse_split(skb->data, skb_headlen(skb), skb->len, &f,
+				   ctr))
+		goto drop;
+	if (!f.payload) {
+		f.niov = mbcf_net_pieces(skb, &f, iov);
+		f.iov = iov;
+		if (!f.niov) {
+			if (skb_linearize(skb))
+				goto drop;
+			f.payload = skb->data + f.hdr_len;
+		}
+	}
 	mbcf_proto_rx(dev, &f, eth_hdr(skb)->h_source);
+	if (!f.payload)
+		mbcf_net_unmap(skb, &f);
 	consume_skb(skb);
 	return NET_RX_SUCCESS;
 
@@ -85,19 +155,76 @@ static int mbcf_net_gather(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	}
 }
 
-int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
-		  const struct mbcf_payload *pl)
+/* Payloads at least this long travel as page fragments (no copy). */
+#define MBCF_NET_ZC_MIN		256
+
+/*
+ * Zero-copy: attach the registered pages holding the payload to @skb as
+ * fragments, each holding a page reference until the frame is freed.
+ * Returns -E2BIG (too many pieces; the caller copies instead) or another
+ * error from the MR lookup.  SKBFL_SHARED_FRAG tells the stack the bytes
+ * may change under it (user memory), so nothing relies on them staying.
+ */
+static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
+			   struct sk_buff *skb)
+{
+	struct mbcf_span v[MAX_SKB_FRAGS];
+	struct mbcf_spans sp = { .v = v, .max = ARRAY_SIZE(v) };
+	struct mbcf_send_wqe *w;
+	int err;
+	u32 i;
+
+	if (pl->kind == MBCF_PL_TARGET) {
+		err = mbcf_mr_ref_pages(qp->dev, qp->ibqp.pd, pl->rkey, pl->va,
+					pl->len, IB_ACCESS_REMOTE_READ, &sp);
+	} else {
+		w = mbcf_qp_sq_wqe(qp, pl->cookie);
+		err = mbcf_mr_gather_pages(qp->dev, qp->ibqp.pd,
+					   (struct mbcf_sge *)(w + 1),
+					   w->num_sge, pl->offset, pl->len, &sp);
+	}
+	if (err) {
+		for (i = 0; i < sp.n; i++)
+			put_page(v[i].page);
+		return err;
+	}
+	for (i = 0; i < sp.n; i++)
+		skb_fill_page_desc(skb, i, v[i].page, v[i].off, v[i].len);
+	skb->len += pl->len;
+	skb->data_len = pl->len;
+	skb->truesize += pl->len;
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	return 0;
+}
+
+static bool mbcf_net_can_attach(struct mbcf_qp *qp,
+				const struct mbcf_payload *pl)
+{
+	if (pl->len < MBCF_NET_ZC_MIN)
+		return false;
+	if (pl->kind == MBCF_PL_TARGET)
+		return true;
+	return pl->kind == MBCF_PL_WR &&
+	       !(mbcf_qp_sq_wqe(qp, pl->cookie)->send_flags & IB_SEND_INLINE);
+}
+
+/* An skb holding the Ethernet and MBCF headers, with room for @room more. */
+static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
+				      u32 hdr_len, u32 room)
 {
 	struct net_device *ndev = qp->dev->ndev;
-	u32 plen = pl ? pl->len : 0;
 	struct sk_buff *skb;
 	struct ethhdr *eth;
-	u8 *data;
 
-	skb = alloc_skb(LL_RESERVED_SPACE(ndev) + ETH_HLEN + hdr_len + plen +
-			ndev->needed_tailroom, GFP_ATOMIC);
+	/*
+	 * From the per-CPU page-fragment cache, not kmalloc: with
+	 * init_on_alloc (Debian's default) a kmalloc'ed head is zeroed on
+	 * every allocation.
+	 */
+	skb = netdev_alloc_skb(ndev, LL_RESERVED_SPACE(ndev) + ETH_HLEN +
+			       hdr_len + room + ndev->needed_tailroom);
 	if (!skb)
-		return 0;	/* like a lost frame: go-back-N recovers */
+		return NULL;
 	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
 	skb_reset_mac_header(skb);
 	eth = skb_put(skb, ETH_HLEN);
@@ -106,6 +233,32 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 	eth->h_proto = htons(MBCF_ETHERTYPE);
 	skb_set_network_header(skb, ETH_HLEN);
 	skb_put_data(skb, hdr, hdr_len);
+	skb->dev = ndev;
+	skb->protocol = htons(MBCF_ETHERTYPE);
+	skb->priority = TC_PRIO_INTERACTIVE_BULK;
+	return skb;
+}
+
+int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+		  const struct mbcf_payload *pl)
+{
+	struct net_device *ndev = qp->dev->ndev;
+	u32 plen = pl ? pl->len : 0;
+	struct sk_buff *skb;
+	u8 *data;
+
+	if (plen && mbcf_net_can_attach(qp, pl)) {
+		skb = mbcf_net_alloc(qp, hdr, hdr_len, 0);
+		if (!skb)
+			return 0;	/* like a lost frame: go-back-N recovers */
+		if (!mbcf_net_attach(qp, pl, skb))
+			goto send;
+		/* Too many pieces, or an access error the copy reports. */
+		kfree_skb(skb);
+	}
+	skb = mbcf_net_alloc(qp, hdr, hdr_len, plen);
+	if (!skb)
+		return 0;
 	if (plen) {
 		data = skb_put(skb, plen);
 		/* Memory deregistered under us: send zeroes, never stale bytes. */
@@ -114,10 +267,7 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 			qp->conn_failed = IB_WC_LOC_PROT_ERR;
 		}
 	}
-	skb->dev = ndev;
-	skb->protocol = htons(MBCF_ETHERTYPE);
-	skb->priority = TC_PRIO_INTERACTIVE_BULK;
-
+send:
 	if (ether_addr_equal(qp->dmac, ndev->dev_addr)) {
 		skb->protocol = eth_type_trans(skb, ndev);
 		netif_rx(skb);

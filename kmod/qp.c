@@ -212,8 +212,13 @@ enum ib_wc_opcode mbcf_qp_send_wc_opcode(struct mbcf_qp *qp, u64 cookie)
  * Copy send WQEs out of the ring and queue them in the core.  A WQE's slot
  * stays taken until it completes (proto.c releases it), so the provider
  * sees the ring full exactly when max_send_wr requests are outstanding.
- * Returns true if any was queued.  When the ring is empty we tell the
- * provider to ring the doorbell next time.
+ * Returns true if any was queued.
+ *
+ * When the ring is empty we tell the provider to ring the doorbell next
+ * time, unless requests are still outstanding: then an acknowledgement or
+ * the connection timer is bound to come and settle the QP again, and that
+ * pulls whatever was posted meanwhile.  A streaming sender thus costs no
+ * system call per work request, only one when its pipeline has drained.
  */
 static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
 {
@@ -230,6 +235,9 @@ static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
 			break;
 		}
 		if (!e) {
+			if (qp->conn.state == MBCF_CONN_RTS &&
+			    mbcf_conn_outstanding(&qp->conn))
+				break;
 			if (mbcf_ring_consumer_idle(&qp->sq))
 				break;
 			continue;

@@ -218,6 +218,12 @@ struct mbcf_conn {
 };
 
 /* Parsed view of a frame; payload points into the caller's buffer. */
+/* One piece of a frame's payload (see struct mbcf_frame). */
+struct mbcf_iov {
+	const u8 *base;
+	u32 len;
+};
+
 struct mbcf_frame {
 	u8 op, flags, status;
 	u32 dst_qpn, src_qpn, psn, ack_psn;
@@ -229,7 +235,14 @@ struct mbcf_frame {
 	u32 offset;		/* READ_RESP, SEND* */
 	u32 req_psn;		/* READ_RESP, ATOMIC_RESP */
 	u64 operand[2];		/* CMP_SWAP swap/compare, FETCH_ADD add, orig */
+	/*
+	 * The paylen payload bytes: contiguous at payload, or (payload NULL)
+	 * in niov pieces, in order, that sum to paylen -- a packet buffer
+	 * whose data sits in several pages need not be copied together first.
+	 */
 	const u8 *payload;
+	const struct mbcf_iov *iov;
+	u32 niov;
 };
 
 /* Parse verdicts (also which counter the drop went to). */
@@ -259,6 +272,13 @@ const char *mbcf_codec_op_name(u8 op);
  * ctr (may be NULL).  f->payload points into buf. */
 int mbcf_codec_parse(const u8 *buf, u32 len, struct mbcf_frame *f,
 		     struct mbcf_counters *ctr);
+/*
+ * The same for a frame of len bytes of which only the first avail are
+ * contiguous at buf (a non-linear packet buffer): the header must lie
+ * within them; f->payload is NULL unless the payload does too.
+ */
+int mbcf_codec_parse_split(const u8 *buf, u32 avail, u32 len,
+			   struct mbcf_frame *f, struct mbcf_counters *ctr);
 /* Encode f's header into hdr (MBCF_HDR_MAX bytes); returns its length. */
 u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr);
 /* Data bytes one frame of op can carry at this MTU. */

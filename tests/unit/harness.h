@@ -130,6 +130,35 @@ inline int deliver(Env &to, const std::vector<uint8_t> &b, uint64_t now)
 	return err;
 }
 
+// Deliver one frame with its payload cut into pieces (1 byte, then the rest
+// halved), each in its own allocation, as a non-linear packet buffer hands
+// it over: only the header is contiguous (mbcf_codec_parse_split).
+inline int deliver_split(Env &to, const std::vector<uint8_t> &b, uint64_t now)
+{
+	uint32_t hl = b.size() > 1 ? mbcf_codec_hdr_len(b[1]) : 0;
+	mbcf_frame f;
+	int err = mbcf_codec_parse_split(b.data(), hl, (uint32_t)b.size(), &f,
+					 &to.dev_ctr);
+
+	if (err != MBCF_PARSE_OK || f.payload)
+		return deliver(to, b, now);
+	std::vector<std::vector<uint8_t>> bufs;
+	std::vector<mbcf_iov> iov;
+	uint32_t off = f.hdr_len, left = f.paylen;
+	for (uint32_t n : {1u, (left - 1) / 2, left - 1 - (left - 1) / 2}) {
+		if (!n)
+			continue;
+		bufs.emplace_back(b.begin() + off, b.begin() + off + n);
+		off += n;
+	}
+	for (auto &v : bufs)
+		iov.push_back({v.data(), (uint32_t)v.size()});
+	f.iov = iov.data();
+	f.niov = (uint32_t)iov.size();
+	mbcf_conn_rx(&to.conn, &f, now);
+	return err;
+}
+
 // Move every frame a has sent to b (in order, no loss); returns the count.
 inline int pump(Env &a, Env &b, uint64_t now)
 {
