@@ -125,6 +125,8 @@ def main():
     how = sys.argv[3] if len(sys.argv) > 3 else ""
     md = ["# mbcf benchmark results", "",
           "One QEMU guest (TCG, 2 vCPUs), one run; server pinned to vCPU 0, client to vCPU 1.",
+          "Bandwidth rows (all transports): each veth's receive steered to its receiver's vCPU",
+          "with RPS, as on two hosts; latency rows: no steering (see bench/guest.sh).",
           "Run: " + (how or "bench/run.sh"), "",
           "Median of the runs listed. Absolute numbers mean nothing under emulation; the ratios do.", "",
           "## Ratios", ""] + ratios(rows) + ["", "## Plots", ""] + plots(rows, outdir) + \

@@ -133,6 +133,16 @@ struct mbcf_qp {
 	u32 resp_size;
 	struct hrtimer timer;
 
+	/*
+	 * Frames the core built under the lock wait here and are handed to
+	 * the netdev after it is dropped (mbcf_net_unlock()), so a doorbell
+	 * or frame for this QP on another CPU never spins while we transmit.
+	 * One context at a time sends (tx_owner), and also sends what others
+	 * queue meanwhile: frames leave in the order the core built them.
+	 */
+	struct sk_buff_head txq;
+	bool tx_owner;
+
 	/* Peer, from modify_qp(RTR). */
 	u8 dmac[ETH_ALEN];
 	u32 dest_qpn;
@@ -228,6 +238,10 @@ void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 /* net.c */
 int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
+void mbcf_net_qp_init(struct mbcf_qp *qp);
+void mbcf_net_qp_purge(struct mbcf_qp *qp);
+/* Drop qp->lock (taken with spin_lock_bh if @bh) and send what it queued. */
+void mbcf_net_unlock(struct mbcf_qp *qp, bool bh);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
 

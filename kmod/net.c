@@ -10,9 +10,11 @@
  * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
  * the payload either as fragments referencing the registered pages (no
  * copy; the receiver's copy into target memory is the only one) or, when
- * short or scattered over too many pieces, copied in behind them.  A
+ * short or scattered over too many pieces, copied in behind them.  The
+ * core builds frames under the QP lock; they are queued on the QP and
+ * handed to the netdev once the lock is dropped (mbcf_net_unlock()).  A
  * frame to our own MAC (both QPs on this device) goes through netif_rx()
- * so it is handled later in softirq, never re-entering a QP lock we hold.
+ * so it is handled later in softirq, never re-entering a QP lock.
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
@@ -242,7 +244,6 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl)
 {
-	struct net_device *ndev = qp->dev->ndev;
 	u32 plen = pl ? pl->len : 0;
 	struct sk_buff *skb;
 	u8 *data;
@@ -268,11 +269,63 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		}
 	}
 send:
+	__skb_queue_tail(&qp->txq, skb);	/* sent by mbcf_net_unlock() */
+	return 0;
+}
+
+void mbcf_net_qp_init(struct mbcf_qp *qp)
+{
+	skb_queue_head_init(&qp->txq);
+	qp->tx_owner = false;
+}
+
+/* Destroy, once no context can queue or send any more. */
+void mbcf_net_qp_purge(struct mbcf_qp *qp)
+{
+	__skb_queue_purge(&qp->txq);
+}
+
+static void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff *skb)
+{
+	struct net_device *ndev = qp->dev->ndev;
+
 	if (ether_addr_equal(qp->dmac, ndev->dev_addr)) {
 		skb->protocol = eth_type_trans(skb, ndev);
 		netif_rx(skb);
 	} else {
 		dev_queue_xmit(skb);
 	}
-	return 0;
+}
+
+void mbcf_net_unlock(struct mbcf_qp *qp, bool bh)
+{
+	struct sk_buff_head batch;
+	struct sk_buff *skb;
+
+	if (qp->tx_owner || skb_queue_empty(&qp->txq)) {
+		if (bh)
+			spin_unlock_bh(&qp->lock);
+		else
+			spin_unlock(&qp->lock);
+		return;
+	}
+	qp->tx_owner = true;
+	__skb_queue_head_init(&batch);
+	skb_queue_splice_init(&qp->txq, &batch);
+	if (bh)
+		spin_unlock_bh(&qp->lock);
+	else
+		spin_unlock(&qp->lock);
+
+	for (;;) {
+		while ((skb = __skb_dequeue(&batch)))
+			mbcf_net_send(qp, skb);
+		spin_lock_bh(&qp->lock);
+		if (skb_queue_empty(&qp->txq))
+			break;
+		skb_queue_splice_init(&qp->txq, &batch);
+		spin_unlock_bh(&qp->lock);
+	}
+	qp->tx_owner = false;
+	spin_unlock_bh(&qp->lock);
 }

@@ -250,7 +250,7 @@ enum hrtimer_restart mbcf_proto_timer(struct hrtimer *t)
 		mbcf_conn_timeout(&qp->conn, now);
 		mbcf_qp_settle(qp, now);
 	}
-	spin_unlock_bh(&qp->lock);
+	mbcf_net_unlock(qp, true);
 	return HRTIMER_NORESTART;
 }
 
@@ -283,7 +283,7 @@ void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		mbcf_conn_rx(&qp->conn, f, now);
 		mbcf_qp_settle(qp, now);
 	}
-	spin_unlock(&qp->lock);
+	mbcf_net_unlock(qp, false);
 out:
 	rcu_read_unlock();
 }

@@ -323,7 +323,7 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	spin_lock_bh(&qp->lock);
 	mbcf_ring_consumer_busy(&qp->sq);
 	mbcf_qp_settle(qp, mbcf_proto_now());
-	spin_unlock_bh(&qp->lock);
+	mbcf_net_unlock(qp, true);
 	return 0;
 }
 
@@ -342,7 +342,7 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->conn.state == MBCF_CONN_RTS)
 		mbcf_conn_recv_posted(&qp->conn, now);	/* GO after a STOP */
 	mbcf_qp_settle(qp, now);
-	spin_unlock_bh(&qp->lock);
+	mbcf_net_unlock(qp, true);
 	return 0;
 }
 
@@ -459,6 +459,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->dev = dev;
 	spin_lock_init(&qp->lock);
+	mbcf_net_qp_init(qp);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	mbcf_qp_default_attrs(qp);
@@ -514,6 +515,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	hrtimer_cancel(&qp->timer);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
 	synchronize_rcu();	/* no frame handler still holds qp */
+	mbcf_net_qp_purge(qp);	/* what the flush queued: nobody sends it */
 	mbcf_stats_retire(dev, &qp->conn.ctr);
 
 	mbcf_qp_free_mem(qp);
@@ -694,7 +696,7 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (!err)
 		mbcf_qp_settle(qp, mbcf_proto_now());
 out:
-	spin_unlock_bh(&qp->lock);
+	mbcf_net_unlock(qp, true);
 	return err;
 }
 

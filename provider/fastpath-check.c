@@ -34,19 +34,35 @@ static void *ring_mem(uint32_t n, uint32_t stride)
 	return p;
 }
 
-/* The command the last doorbell wrote, or 0 if none. */
+/*
+ * The command the last doorbell wrote, or 0 if none.  Every field is
+ * checked the way the kernel's write() path (ib_uverbs_write) and
+ * ib_uverbs_post_send/recv judge it: a command with zero work requests.
+ */
 static uint32_t doorbell(uint32_t *qp_handle)
 {
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;	/* post_recv: same layout */
+	} c;
 	unsigned char buf[256];
-	struct ib_uverbs_cmd_hdr hdr;
 	ssize_t n = read(pipe_rd, buf, sizeof(buf));
 
 	if (n <= 0)
 		return 0;
-	memcpy(&hdr, buf, sizeof(hdr));
-	/* response (8 bytes), then qp_handle */
-	memcpy(qp_handle, buf + sizeof(hdr) + 8, 4);
-	return hdr.command;
+	CHECK(n == (ssize_t)sizeof(c));
+	if (n < (ssize_t)sizeof(c))
+		return 0;
+	memcpy(&c, buf, sizeof(c));
+	CHECK(c.hdr.in_words * 4u == (size_t)n);
+	CHECK(c.hdr.out_words * 4u == sizeof(struct ib_uverbs_post_send_resp));
+	CHECK(c.cmd.response != 0);
+	CHECK(c.cmd.wr_count == 0 && c.cmd.sge_count == 0);
+	CHECK(c.cmd.wqe_size == (c.hdr.command == IB_USER_VERBS_CMD_POST_SEND ?
+				 sizeof(struct ib_uverbs_send_wr) :
+				 sizeof(struct ib_uverbs_recv_wr)));
+	*qp_handle = c.cmd.qp_handle;
+	return c.hdr.command;
 }
 
 static struct mbcf_qp *make_qp(uint32_t n, uint32_t max_sge,

@@ -12,8 +12,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "mbcf.h"
+
+/*
+ * A doorbell: POST_SEND or POST_RECV with no work requests, written straight
+ * to the command fd (the fixed parts of the two commands are laid out
+ * alike).  ibv_cmd_post_send() sends the same command wrapped in ioctl()
+ * INVOKE_WRITE, a longer kernel path for the one system call of the data
+ * path.  Returns 0 or an errno.
+ */
+static int mbcf_doorbell(struct ibv_qp *ibqp, uint32_t command,
+			 uint32_t wqe_size)
+{
+	struct ib_uverbs_post_send_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req = {
+		.hdr = {
+			.command = command,
+			.in_words = sizeof(req) / 4,
+			.out_words = sizeof(resp) / 4,
+		},
+		.cmd = {
+			.response = (uintptr_t)&resp,
+			.qp_handle = ibqp->handle,
+			.wqe_size = wqe_size,
+		},
+	};
+
+	ssize_t n = write(ibqp->context->cmd_fd, &req, sizeof(req));
+
+	if (n == (ssize_t)sizeof(req))
+		return 0;
+	return n < 0 ? errno : EIO;
+}
 
 /* Map one work queue's ring; a ring of 0 entries is "no queue". */
 static int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
@@ -241,7 +276,6 @@ int mbcf_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr)
 {
 	struct mbcf_qp *qp = to_mqp(ibqp);
-	struct ibv_send_wr *unused;
 	unsigned int posted = 0;
 	int ret = 0, db;
 
@@ -274,7 +308,8 @@ int mbcf_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	 * flag.  The doorbell is POST_SEND with no work requests.
 	 */
 	if (posted && mbcf_ring_producer_wants_doorbell(&qp->sq.ring)) {
-		db = ibv_cmd_post_send(ibqp, NULL, &unused);
+		db = mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND,
+				   sizeof(struct ib_uverbs_send_wr));
 		if (db && !ret)
 			ret = db;
 	}
@@ -313,7 +348,6 @@ int mbcf_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr)
 {
 	struct mbcf_qp *qp = to_mqp(ibqp);
-	struct ibv_recv_wr *unused;
 	unsigned int posted = 0;
 	int ret = 0, db;
 
@@ -336,7 +370,8 @@ int mbcf_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	/* Same doorbell protocol as post_send, with POST_RECV. */
 	if (posted && mbcf_ring_producer_wants_doorbell(&qp->rq.ring)) {
-		db = ibv_cmd_post_recv(ibqp, NULL, &unused);
+		db = mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV,
+				   sizeof(struct ib_uverbs_recv_wr));
 		if (db && !ret)
 			ret = db;
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The provider's host checks (doorbell-check.c, fastpath-check.c): count a
+ * The provider's host check (fastpath-check.c): count a
  * failed condition, print where, and let main() report the total.
  */
 #ifndef MBCF_PROVIDER_TEST_CHECK_H
