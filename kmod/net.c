@@ -210,6 +210,34 @@ static bool mbcf_net_can_attach(struct mbcf_qp *qp,
 	       !(mbcf_qp_sq_wqe(qp, pl->cookie)->send_flags & IB_SEND_INLINE);
 }
 
+/*
+ * An skb whose head comes from the per-CPU page-fragment cache, not from
+ * kmalloc: under init_on_alloc (Debian's default) every kmalloc'ed head is
+ * zeroed, while a fragment page is zeroed once and then recycled as its
+ * frames are freed.  netdev_alloc_skb() does this only for heads between
+ * 1 KiB and a page; headers-only frames (ACKs, zero-copy data) are smaller.
+ */
+static struct sk_buff *mbcf_net_alloc_head(u32 len)
+{
+	u32 size = SKB_DATA_ALIGN(len + NET_SKB_PAD) +
+		   SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+	struct sk_buff *skb;
+	void *data;
+
+	if (size > PAGE_SIZE)
+		return alloc_skb(len, GFP_ATOMIC);
+	data = netdev_alloc_frag(size);
+	if (!data)
+		return NULL;
+	skb = build_skb(data, size);
+	if (!skb) {
+		skb_free_frag(data);
+		return NULL;
+	}
+	skb_reserve(skb, NET_SKB_PAD);
+	return skb;
+}
+
 /* An skb holding the Ethernet and MBCF headers, with room for @room more. */
 static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 				      u32 hdr_len, u32 room)
@@ -218,13 +246,8 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 	struct sk_buff *skb;
 	struct ethhdr *eth;
 
-	/*
-	 * From the per-CPU page-fragment cache, not kmalloc: with
-	 * init_on_alloc (Debian's default) a kmalloc'ed head is zeroed on
-	 * every allocation.
-	 */
-	skb = netdev_alloc_skb(ndev, LL_RESERVED_SPACE(ndev) + ETH_HLEN +
-			       hdr_len + room + ndev->needed_tailroom);
+	skb = mbcf_net_alloc_head(LL_RESERVED_SPACE(ndev) + ETH_HLEN + hdr_len +
+				  room + ndev->needed_tailroom);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
