@@ -183,12 +183,21 @@ static bool send_more_after(struct mbcf_conn *c)
 	return send_pick(c, true) != NULL;
 }
 
-/* docs/protocol.md 6.1: when the sender asks for an acknowledgement. */
+/*
+ * docs/protocol.md 6.1: when the sender asks for an acknowledgement.  With
+ * no explicit interval: every half window, but at least every
+ * MBCF_ACK_EVERY_MAX frames -- completions, and the send-queue slots they
+ * free, must flow back while a large window is still in flight, or an
+ * application that keeps a bounded number of requests posted stalls.
+ */
 static u8 send_ackreq(struct mbcf_conn *c)
 {
-	u32 every = c->cfg.ack_interval ? c->cfg.ack_interval : c->cfg.window / 2;
+	u32 every = c->cfg.ack_interval;
 	s32 inflight = mbcf_seq_diff(c->snd_nxt, c->snd_una) + 1;
 
+	if (!every)
+		every = c->cfg.window / 2 < MBCF_ACK_EVERY_MAX ?
+			c->cfg.window / 2 : MBCF_ACK_EVERY_MAX;
 	if (c->since_ackreq + 1 >= every || (u32)inflight >= c->cfg.window)
 		return MBCF_F_ACKREQ;
 	return send_more_after(c) ? 0 : MBCF_F_ACKREQ;

@@ -137,7 +137,8 @@ struct mbcf_conn_cfg {
 	u32 window;			/* send-ahead frames; 0 = from link speed */
 	u32 link_mbps;			/* for window == 0; 0 = 1000 */
 	u32 ack_interval;		/* N: ask for an ACK every N frames; 0 = as
-					 * the window needs (half window, burst end) */
+					 * the window needs (half window, at most
+					 * MBCF_ACK_EVERY_MAX; burst end) */
 	u8 retry_cnt;			/* verbs retry_cnt, 0..7 */
 	u8 rnr_retry;			/* verbs rnr_retry, 0..7 (7 = infinite) */
 	u32 max_rd_atomic;		/* our outstanding reads/atomics (>= 1) */
@@ -315,6 +316,8 @@ const char *mbcf_conn_state_name(u8 state);
 
 #define MBCF_WINDOW_MIN		4
 #define MBCF_WINDOW_MAX		(1u << 16)
+/* ack_interval 0: ask at least this often (docs/protocol.md 6.1). */
+#define MBCF_ACK_EVERY_MAX	32
 #define MBCF_MTU_MIN		512
 #define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
 

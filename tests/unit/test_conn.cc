@@ -183,6 +183,37 @@ TEST_F(Pair, AckIntervalAsksEveryNFrames)
 	EXPECT_EQ(b.conn.ctr.acks_tx, 4u);
 }
 
+// ack_interval 0: half the window, but never fewer than one ACKREQ per
+// MBCF_ACK_EVERY_MAX frames (here the window is 166, half of it 83).
+TEST_F(Pair, DefaultAckIntervalIsBounded)
+{
+	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+	ca.window = 166;
+	mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
+	cb.window = 166;
+	setup(ca, cb);
+	defer = true;
+	for (int i = 0; i < 60; i++)	// the request ring holds 64
+		post(a, MBCF_OP_WRITE, 8);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 60u);
+	for (int i = 0; i < 60; i++)
+		EXPECT_EQ(!!(frame(a, i).flags & MBCF_F_ACKREQ),
+			  i == MBCF_ACK_EVERY_MAX - 1 || i == 59) << i;
+
+	// A small window keeps asking every half window.
+	ca.window = 16;
+	cb.window = 16;
+	setup(ca, cb);
+	for (int i = 0; i < 12; i++)
+		post(a, MBCF_OP_WRITE, 8);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 12u);
+	for (int i = 0; i < 12; i++)
+		EXPECT_EQ(!!(frame(a, i).flags & MBCF_F_ACKREQ), i == 7 || i == 11)
+			<< i;
+}
+
 TEST_F(Pair, PiggybackedAckNeedsNoAckFrame)
 {
 	post(a, MBCF_OP_READ_REQ, 64);
