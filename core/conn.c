@@ -163,7 +163,7 @@ static void conn_settle(struct mbcf_conn *c, u64 now)
 {
 	if (c->state == MBCF_CONN_RTS) {
 		mbcf_send_push(c, now);
-		if (c->ack_due)
+		if (c->ack_due && !c->ack_hold)
 			mbcf_send_control(c, MBCF_OP_ACK, 0);
 	}
 	if (c->tx_unflushed) {
@@ -235,6 +235,15 @@ void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 	conn_adopt_send_start(c, f);
 	mbcf_recv_frame(c, f, now);
 	conn_settle(c, now);
+}
+
+bool mbcf_conn_rx_hold_ack(struct mbcf_conn *c, const struct mbcf_frame *f,
+			   u64 now)
+{
+	c->ack_hold = true;
+	mbcf_conn_rx(c, f, now);
+	c->ack_hold = false;
+	return c->ack_due && c->state == MBCF_CONN_RTS;
 }
 
 /* The environment's timer fired (early or spurious calls are harmless). */

@@ -209,6 +209,7 @@ struct mbcf_conn {
 	bool stop_sent;		/* STOP(rcv_nxt) sent; GO due on recv_posted */
 	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
+	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
 	u8 rx_msg;		/* segmented message in progress: 0 or opcode */
 	bool rx_claimed;	/* a receive is claimed for rx_msg */
 	u64 rx_cookie;
@@ -299,6 +300,15 @@ int mbcf_conn_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr);
 int mbcf_conn_post(struct mbcf_conn *c, const struct mbcf_wr *wr, u64 now);
 /* A parsed frame for this connection (softirq receive path). */
 void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
+/*
+ * The same, except that an ACK the frame made owed is not sent yet: the
+ * environment calls mbcf_conn_kick() once it has let go of the connection
+ * for a moment, and a frame sent in between (a doorbell that was waiting
+ * to post) carries the acknowledgement instead (docs/protocol.md 6.2).
+ * Returns true if the ACK is still owed.
+ */
+bool mbcf_conn_rx_hold_ack(struct mbcf_conn *c, const struct mbcf_frame *f,
+			   u64 now);
 /* The timer armed through ops->timer fired. */
 void mbcf_conn_timeout(struct mbcf_conn *c, u64 now);
 /* A receive was posted (sends GO after a STOP). */

@@ -214,6 +214,42 @@ TEST_F(Pair, DefaultAckIntervalIsBounded)
 			<< i;
 }
 
+// A held ACK (mbcf_conn_rx_hold_ack) is not sent with the frame; a request
+// posted before the kick carries it, and the kick then sends nothing.
+// Nothing posted: the kick sends the ACK.
+TEST_F(Pair, HeldAckIsPiggybackedOrSentOnKick)
+{
+	mbcf_frame f{};
+	post(a, MBCF_OP_WRITE, 8);
+	ASSERT_EQ(a.out.size(), 1u);
+	ASSERT_TRUE(parse(a.out.front(), &f));
+	ASSERT_TRUE(f.flags & MBCF_F_ACKREQ);
+	EXPECT_TRUE(mbcf_conn_rx_hold_ack(&b.conn, &f, now));
+	EXPECT_EQ(b.target_writes, 1);
+	EXPECT_TRUE(b.out.empty());
+	post(b, MBCF_OP_WRITE, 8);		// the waiting doorbell
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_WRITE);
+	EXPECT_EQ(frame(b, 0).ack_psn, 101u);	// a's write acknowledged
+	mbcf_conn_kick(&b.conn, now);
+	EXPECT_EQ(b.out.size(), 1u);		// no ACK frame
+	a.out.clear();
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(b.conn.ctr.acks_tx, 0u);
+
+	post(a, MBCF_OP_WRITE, 8);
+	ASSERT_FALSE(a.out.empty());
+	ASSERT_TRUE(parse(a.out.back(), &f));
+	EXPECT_TRUE(mbcf_conn_rx_hold_ack(&b.conn, &f, now));
+	EXPECT_TRUE(b.out.empty());
+	mbcf_conn_kick(&b.conn, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_ACK);
+	EXPECT_EQ(b.conn.ctr.acks_tx, 1u);
+}
+
 TEST_F(Pair, PiggybackedAckNeedsNoAckFrame)
 {
 	post(a, MBCF_OP_READ_REQ, 64);
