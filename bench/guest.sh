@@ -53,6 +53,40 @@ perftest_case() { # group transport test size mtu ack extra...
 	emit "$g" "$tr" "$t" "$s" "$m" "$a" "$unit" $vals
 }
 
+# Kernel CPU time so far, all vCPUs, in clock ticks (USER_HZ): system + irq
+# + softirq from /proc/stat.  User time is left out on purpose: perftest
+# spins on its CQ (mbcf and rxe alike) and would count as "busy" whatever
+# the transport costs; iperf3 sleeps.
+kernel_ticks() {
+	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
+}
+
+# Kernel CPU-seconds per GB moved: one long ib_write_bw run of 64 KiB
+# messages (or an iperf3 run) between two kernel_ticks() readings.
+cpu_per_gb() { # transport mtu
+	local tr=$1 m=$2 t0 t1 v vals="" i bytes hz
+	hz=$(getconf CLK_TCK)
+	for ((i = 0; i < REPS; i++)); do
+		t0=$(kernel_ticks)
+		case $tr in
+		tcp)
+			v=$(in_ns1 timeout 30 taskset -c 1 iperf3 -c "$VM_IP0" -p 5201 -t 3 -f M 2>/dev/null |
+				awk '/receiver/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "MBytes") x = $i } END { print x }')
+			bytes=$(awk -v m="$v" 'BEGIN { printf "%.0f", m * 1048576 }')
+			;;
+		*)
+			v=$(perftest_once "$tr" ib_write_bw 65536 -n 20000)
+			bytes=$((65536 * 20000))
+			[ -n "$v" ] || bytes=0
+			;;
+		esac
+		t1=$(kernel_ticks)
+		vals="$vals $(awk -v t=$((t1 - t0)) -v hz="$hz" -v b="$bytes" \
+			'BEGIN { if (b > 0) printf "%.3f", t / hz / (b / 1e9); else print "nan" }')"
+	done
+	emit cpu "$tr" kernel_cpu 65536 "$m" - cpu_s/GB $vals
+}
+
 set_mtu() {
 	ip link set veth0 mtu "$1"
 	in_ns1 ip link set veth1 mtu "$1"
@@ -91,6 +125,7 @@ tcp_bw() { # mtu
 			awk '/receiver/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "MBytes/sec") x = $i } END { print x }')
 		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
 	done
+	[ "$1" = 1500 ] && cpu_per_gb tcp 1500
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	emit bandwidth tcp iperf3 - "$1" - MB/s $vals
@@ -165,6 +200,8 @@ if [ "$QUICK" != 1 ]; then
 	done
 	echo "$ack" >/sys/module/mbcf/parameters/ack_interval
 fi
+cpu_per_gb mbcf 1500
+cpu_per_gb rxe 1500
 BENCH_BW_COL=5 perftest_case rate mbcf ib_write_bw 64 1500 "$ack" -n 5000
 BENCH_BW_COL=5 perftest_case rate rxe ib_write_bw 64 1500 - -n 5000
 tcp_bw 1500

@@ -70,6 +70,9 @@ def ratios(rows):
          bw * 1048576 / 1440 if bw == bw else bw, raw, 0.8, "higher")
     line("64 B write message rate, mbcf/rxe", find(rows, group="rate", transport="mbcf"),
          find(rows, group="rate", transport="rxe"))
+    for other in ("rxe", "tcp"):
+        line(f"kernel CPU-seconds per GB (64 KiB writes, MTU 1500), mbcf/{other}",
+             find(rows, group="cpu", transport="mbcf"), find(rows, group="cpu", transport=other))
     return out
 
 
