@@ -275,6 +275,13 @@ void mbcf_conn_kick(struct mbcf_conn *c, u64 now)
  */
 void mbcf_conn_flush(struct mbcf_conn *c)
 {
+	/*
+	 * Data already placed is acknowledged first: an ACK held by
+	 * mbcf_conn_rx_hold_ack() must not die with a QP the application
+	 * destroys as soon as it sees the receive completion.
+	 */
+	if (c->state == MBCF_CONN_RTS && c->ack_due)
+		mbcf_send_control(c, MBCF_OP_ACK, 0);
 	if (c->state == MBCF_CONN_RTS) {
 		c->state = MBCF_CONN_ERROR;
 		mbcf_send_flush(c, false, 0, MBCF_WC_WR_FLUSH_ERR);

@@ -510,12 +510,12 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->dying = true;
 	if (qp->conn.state != MBCF_CONN_RESET)
 		mbcf_conn_flush(&qp->conn);
-	spin_unlock_bh(&qp->lock);
+	mbcf_net_unlock(qp, true);	/* sends the ACK the flush may owe */
 
 	hrtimer_cancel(&qp->timer);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
 	synchronize_rcu();	/* no frame handler still holds qp */
-	mbcf_net_qp_purge(qp);	/* what the flush queued: nobody sends it */
+	mbcf_net_qp_purge(qp);	/* nothing should be left; never leak */
 	mbcf_stats_retire(dev, &qp->conn.ctr);
 
 	mbcf_qp_free_mem(qp);

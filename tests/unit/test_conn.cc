@@ -250,6 +250,28 @@ TEST_F(Pair, HeldAckIsPiggybackedOrSentOnKick)
 	EXPECT_EQ(b.conn.ctr.acks_tx, 1u);
 }
 
+// The application may destroy its QP as soon as it sees the receive
+// completion, before the held ACK went out: the flush still sends it.
+TEST_F(Pair, FlushSendsHeldAck)
+{
+	mbcf_frame f{};
+	b.recvs.push_back({500, 4096});
+	post(a, MBCF_OP_SEND, 100);
+	ASSERT_EQ(a.out.size(), 1u);
+	ASSERT_TRUE(parse(a.out.front(), &f));
+	EXPECT_TRUE(mbcf_conn_rx_hold_ack(&b.conn, &f, now));
+	ASSERT_EQ(b.rcqes.size(), 1u);		// the application sees it...
+	EXPECT_TRUE(b.out.empty());
+	mbcf_conn_flush(&b.conn);		// ...and destroys its QP
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_ACK);
+	EXPECT_EQ(frame(b, 0).ack_psn, 101u);
+	a.out.clear();
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+}
+
 TEST_F(Pair, PiggybackedAckNeedsNoAckFrame)
 {
 	post(a, MBCF_OP_READ_REQ, 64);
