@@ -13,9 +13,8 @@ set -u
 failed=0
 check() { "$@" || failed=$((failed + 1)); }
 
-prog=${1:-${MBCF_BUILD:-}/tests/vm/progs/mbcf_verbs_errors}
 vm_require_mbcf
-[ -x "$prog" ] || vm_die "no test program at $prog"
+prog=$(vm_test_prog mbcf_verbs_errors "${1:-}") || exit 1
 
 # counters DEV: the nonzero protocol counters of DEV/1, one line.
 counters() {

@@ -13,18 +13,9 @@ set -u
 failed=0
 check() { "$@" || failed=$((failed + 1)); }
 
-prog=${1:-${MBCF_BUILD:-}/tests/vm/progs/mbcf_verbs_errors}
 vm_require_mbcf
-[ -x "$prog" ] || vm_die "no test program at $prog"
+prog=$(vm_test_prog mbcf_verbs_errors "${1:-}") || exit 1
 PORT=18515
-
-# pins_held: pages pinned with FOLL_PIN system-wide (as mr.sh).
-pins_held() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
-	     $1 == "nr_foll_pin_released" { r = $2 }
-	     END { print a - r }' /proc/vmstat
-}
 
 # res TYPE: objects of TYPE (qp, cq, mr, pd) on mbcf0 and mbcf1, counted
 # from the per-object lines of `rdma resource show TYPE`.
@@ -38,7 +29,7 @@ res_summary() {
 	rdma resource show 2>/dev/null | awk '$2 ~ /^mbcf[01]:$/' | tr '\n' ' '
 }
 
-base_pins=$(pins_held)
+base_pins=$(vm_pins_held)
 vm_log "pinned pages at start: $base_pins; $(res_summary)"
 
 # clean WHAT: nothing left on the mbcf devices, pins back to the baseline.
@@ -46,7 +37,7 @@ vm_log "pinned pages at start: $base_pins; $(res_summary)"
 clean() {
 	local what=$1 t end=$((SECONDS + 30)) q c m p pins
 	while :; do
-		q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(pins_held)
+		q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(vm_pins_held)
 		[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
 		[ "$SECONDS" -ge "$end" ] && break
 		sleep 0.5
@@ -177,7 +168,7 @@ check assert_eq "$((2 * npairs))" "$(res cq)" "CQs while held"
 check assert_eq "$((2 * npairs))" "$(res mr)" "MRs while held"
 check assert_eq 2 "$(res pd)" "PDs while held"
 # each MR is 64 KiB, page aligned: 16 pages; rings are kernel memory
-check assert_eq "$((2 * npairs * 65536 / 4096))" "$(($(pins_held) - base_pins))" "pages pinned while held"
+check assert_eq "$((2 * npairs * 65536 / 4096))" "$(($(vm_pins_held) - base_pins))" "pages pinned while held"
 tx_of() { rdma statistic show link "$1/1" | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }'; }
 tx0=$(tx_of mbcf0)
 sleep 1

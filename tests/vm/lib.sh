@@ -45,6 +45,23 @@ vm_have_mbcf() {
 	modinfo mbcf >/dev/null 2>&1
 }
 
+# vm_test_prog NAME [PATH]: print PATH, or the build's tests/vm/progs/NAME,
+# if it is an executable; else fail (callers: prog=$(...) || exit 1).
+vm_test_prog() {
+	local p=${2:-${MBCF_BUILD:-}/tests/vm/progs/$1}
+	[ -x "$p" ] || vm_die "no test program at $p"
+	echo "$p"
+}
+
+# vm_pins_held: pages pinned with FOLL_PIN (ib_umem_get's pins), system-wide;
+# exact because stat_refresh folds the per-CPU counter deltas first.
+vm_pins_held() {
+	echo 1 >/proc/sys/vm/stat_refresh
+	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
+	     $1 == "nr_foll_pin_released" { r = $2 }
+	     END { print a - r }' /proc/vmstat
+}
+
 # vm_require_mbcf: exit the script unless the topology created mbcf0 and
 # mbcf1 and both ports are ACTIVE (every mbcf test starts with this).
 vm_require_mbcf() {

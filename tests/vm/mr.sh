@@ -11,19 +11,9 @@ set -u
 failed=0
 check() { "$@" || failed=$((failed + 1)); }
 
-prog=${1:-${MBCF_BUILD:-}/tests/vm/progs/mbcf_mr_test}
 vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
-[ -x "$prog" ] || vm_die "no test program at $prog"
-
-# pins_held: pages pinned with FOLL_PIN (ib_umem_get's pins), system-wide;
-# exact because stat_refresh folds the per-CPU counter deltas first.
-pins_held() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
-	     $1 == "nr_foll_pin_released" { r = $2 }
-	     END { print a - r }' /proc/vmstat
-}
+prog=$(vm_test_prog mbcf_mr_test "${1:-}") || exit 1
 
 # res_count TYPE: mbcf0's count of restrack objects (mr, pd, ctx) from
 # `rdma resource show`, e.g. "0: mbcf0: pd 1 cq 0 qp 0 cm_id 0 mr 3 ctx 1".
@@ -33,7 +23,7 @@ res_count() {
 		END { print n + 0 }'
 }
 
-base=$(pins_held)
+base=$(vm_pins_held)
 vm_log "pinned pages at start: $base"
 check assert_eq 0 "$(res_count mr)" "mbcf0 MRs at start"
 
@@ -44,7 +34,7 @@ rc=$?
 printf '%s\n' "$out"
 vm_log "mr_test check: rc $rc in $(vm_elapsed_since "$t0") s"
 check assert_eq 0 "$rc" "mr_test check exit status"
-check assert_eq "$base" "$(pins_held)" "pinned pages after mr_test check"
+check assert_eq "$base" "$(vm_pins_held)" "pinned pages after mr_test check"
 check assert_eq 0 "$(res_count mr)" "mbcf0 MRs after mr_test check"
 
 # --- a process killed with live MRs releases them all ----------------------------
@@ -60,7 +50,7 @@ cat "$log"
 pages=$(awk '$1 == "ready" { print $2 }' "$log")
 check assert_match '^[0-9]+$' "$pages" "hold: pages pinned (VmPin)"
 check assert_eq "$nmr" "$(res_count mr)" "mbcf0 MRs while held"
-check assert_eq "$((base + ${pages:-0}))" "$(pins_held)" "pinned pages while held = VmPin of the holder"
+check assert_eq "$((base + ${pages:-0}))" "$(vm_pins_held)" "pinned pages while held = VmPin of the holder"
 t0=$EPOCHREALTIME
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
@@ -68,7 +58,7 @@ vm_log "holder with $nmr MRs gone in $(vm_elapsed_since "$t0") s"
 check assert_eq 0 "$(res_count mr)" "mbcf0 MRs after SIGKILL"
 check assert_eq 0 "$(res_count pd)" "mbcf0 PDs after SIGKILL"
 check assert_eq 0 "$(res_count ctx)" "mbcf0 contexts after SIGKILL"
-check assert_eq "$base" "$(pins_held)" "pinned pages after SIGKILL"
+check assert_eq "$base" "$(vm_pins_held)" "pinned pages after SIGKILL"
 
 # --- device removal checks the module's own MR and pinned-page counters ----------
 vm_dmesg_mark
