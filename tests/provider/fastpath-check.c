@@ -149,7 +149,7 @@ static void test_send(void)
 	CHECK(w && w->wr_id == 42 && w->opcode == IBV_WR_SEND &&
 	      w->send_flags == IBV_SEND_SIGNALED && w->num_sge == 2 &&
 	      w->inline_len == 0 && w->imm_data_be == 0 && w->rkey == 0);
-	sg = (const struct mbcf_sge *)(w + 1);
+	sg = w->sge;
 	CHECK(sg[0].addr == 0x1000 && sg[0].length == 100 && sg[0].lkey == 11);
 	CHECK(sg[1].addr == 0x2000 && sg[1].length == 200 && sg[1].lkey == 22);
 
@@ -194,7 +194,7 @@ static void test_send(void)
 	memset(a, 'X', 6);	/* the caller may reuse its buffer at once */
 	w = ktake(&ksq, copy, ksq.stride);
 	CHECK(w && w->num_sge == 0 && w->inline_len == 11 &&
-	      !memcmp(w + 1, "hello world", 11));
+	      !memcmp(w->inline_data, "hello world", 11));
 
 	/* Rejections: nothing enters the ring, *bad_wr is the culprit. */
 	sge[0].length = 30;	/* 30 + 5 > max_inline 32 */
@@ -289,7 +289,7 @@ static void test_recv(void)
 		CHECK(w && !corrupt);
 		if (!w)
 			break;
-		sg = (struct mbcf_sge *)(w + 1);
+		sg = w->sge;
 		CHECK(w->wr_id == 500u + i && w->num_sge == 2 && w->reserved == 0);
 		CHECK(sg[0].addr == 0x9000 && sg[0].length == 4096 && sg[0].lkey == 3);
 		CHECK(sg[1].addr == 0xa000 && sg[1].length == 8 && sg[1].lkey == 4);
@@ -308,6 +308,20 @@ static void test_recv(void)
 	qp->vqp.qp.state = IBV_QPS_INIT;	/* receives may be posted from INIT */
 	CHECK(mbcf_qp_post_recv(&qp->vqp.qp, &wr[2], &bad) == 0);
 	free_qp(qp);
+}
+
+/* Produce one success CQE with wr_id at the kernel end @k. */
+static void slot_fill(struct mbcf_ring_end *k, uint64_t wr_id)
+{
+	struct ib_uverbs_wc e = { .wr_id = wr_id };
+	bool corrupt;
+	void *slot = mbcf_ring_produce_slot(k, &corrupt);
+
+	CHECK(slot && !corrupt);
+	if (!slot)
+		return;
+	memcpy(slot, &e, sizeof(e));
+	mbcf_ring_produce(k);
 }
 
 static void test_poll(void)
@@ -370,6 +384,14 @@ static void test_poll(void)
 	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
 	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
 	*mbcf_ring_prod(&k) = 2;	/* behind the consumer */
+	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
+
+	/* A dead CQ (device removed): what is left is returned, then EIO. */
+	*mbcf_ring_prod(&k) = 3;
+	slot_fill(&k, 710);
+	*mbcf_ring_flags(&k) = MBCF_RING_F_DEAD;
+	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == 1 && wc[0].wr_id == 710);
+	errno = 0;
 	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
 
 	free(cq->map);
