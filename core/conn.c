@@ -161,6 +161,9 @@ static void conn_timer_update(struct mbcf_conn *c)
 
 static void conn_settle(struct mbcf_conn *c, u64 now)
 {
+	/* a completion that could not be delivered: nothing is reliable now */
+	if (c->cqe_lost && c->state == MBCF_CONN_RTS)
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	if (c->state == MBCF_CONN_RTS) {
 		mbcf_send_push(c, now);
 		if (c->ack_due && !c->ack_hold)

@@ -26,19 +26,28 @@ static void recv_complete(struct mbcf_conn *c, u8 op, u8 st, u32 byte_len,
 		cqe.flags |= MBCF_CQE_SOLICITED;
 	c->rx_claimed = false;
 	c->ctr.recv_completions++;
-	c->ops->complete(c->env, &cqe);
+	if (c->ops->complete(c->env, &cqe))
+		c->cqe_lost = true;
 }
 
-/* Claim a posted receive for the message starting now (once). */
-static bool recv_claim(struct mbcf_conn *c)
+/*
+ * Claim a posted receive for the message starting now (once): ACCEPT,
+ * RNR (none posted: STOP), or REMOTE_OP_ERROR (the receive queue is broken).
+ */
+static int recv_claim(struct mbcf_conn *c)
 {
+	int r;
+
 	if (c->rx_claimed)
-		return true;
-	if (c->ops->recv_claim(c->env, &c->rx_cookie, &c->rx_cap))
-		return false;
+		return MBCF_RX_ACCEPT;
+	r = c->ops->recv_claim(c->env, &c->rx_cookie, &c->rx_cap);
+	if (r == MBCF_CLAIM_NONE)
+		return MBCF_RX_RNR;
+	if (r != MBCF_CLAIM_OK)
+		return MBCF_ST_REMOTE_OP_ERROR;
 	c->rx_claimed = true;
 	c->rx_off = 0;
-	return true;
+	return MBCF_RX_ACCEPT;
 }
 
 /* FIRST/LAST must bracket each segmented message (section 2.4). */
@@ -87,8 +96,11 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (imm && !(f->flags & MBCF_F_LAST))
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	/* claim before writing: a STOP must leave nothing half done */
-	if (imm && !recv_claim(c))
-		return MBCF_RX_RNR;
+	if (imm) {
+		st = recv_claim(c);
+		if (st)
+			return st;
+	}
 	for (k = 0, off = 0; f->paylen && recv_piece(f, k, &p, &n);
 	     k++, off += n) {
 		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);
@@ -109,8 +121,11 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 
 	if (st)
 		return st;
-	if ((f->flags & MBCF_F_FIRST) && !recv_claim(c))
-		return MBCF_RX_RNR;
+	if (f->flags & MBCF_F_FIRST) {
+		st = recv_claim(c);
+		if (st)
+			return st;
+	}
 	if (!c->rx_claimed || f->offset != c->rx_off)
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	if (f->paylen > c->rx_cap - c->rx_off) {
@@ -118,8 +133,14 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	}
 	for (k = 0, off = c->rx_off; f->paylen && recv_piece(f, k, &p, &n);
-	     k++, off += n)
-		c->ops->recv_write(c->env, c->rx_cookie, off, p, n);
+	     k++, off += n) {
+		/* a receive buffer we may not write: ours to report, theirs
+		 * to learn as a remote operational error (verbs) */
+		if (c->ops->recv_write(c->env, c->rx_cookie, off, p, n)) {
+			recv_complete(c, f->op, MBCF_WC_LOC_PROT_ERR, off, NULL);
+			return MBCF_ST_REMOTE_OP_ERROR;
+		}
+	}
 	c->rx_off += f->paylen;
 	recv_segment_done(c, f, MBCF_OP_SEND);
 	if (f->flags & MBCF_F_LAST)
@@ -246,6 +267,7 @@ static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
 	c->lost_sent = false;
 	c->stop_sent = false;
 	c->dup_acked = false;
+	c->ctr.rx_accepted++;
 	c->ctr.rx_bytes += f->paylen;
 	if (f->flags & MBCF_F_ACKREQ)
 		c->ack_due = true;
@@ -292,6 +314,14 @@ static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 			c->ctr.acks_rx++;
 			break;
 		}
+		/*
+		 * A NAK ends the connection only when it names the psn we are
+		 * waiting on (section 8.3): a stale or made-up one is dropped.
+		 */
+		if (f->ack_psn != c->snd_una || c->snd_una == c->snd_max) {
+			c->ctr.drop_bad_ack++;
+			break;
+		}
 		c->ctr.naks_rx++;
 		mbcf_conn_enter_error(c, true, f->ack_psn,
 				      mbcf_conn_wc_from_status(f->status));
@@ -322,9 +352,9 @@ static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
 }
 
+/* Exactly one verdict counter per frame (include/mbcf/counters.h). */
 void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 {
-	c->ctr.rx_frames++;
 	if (f->dst_qpn != c->cfg.local_qpn || f->src_qpn != c->cfg.remote_qpn) {
 		c->ctr.drop_wrong_qp++;
 		return;
@@ -337,8 +367,11 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 		c->ctr.drop_bad_ack++;
 		return;
 	}
-	if (c->state != MBCF_CONN_RTS)
+	/* the acknowledgement completed a request that failed locally */
+	if (c->state != MBCF_CONN_RTS) {
+		c->ctr.drop_error_state++;
 		return;
+	}
 	mbcf_send_alive(c, now);
 	if (mbcf_wire_op_sequenced(f->op))
 		recv_sequenced(c, f);

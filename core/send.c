@@ -403,7 +403,8 @@ static void send_complete_msg(struct mbcf_conn *c, struct mbcf_msg *m, u8 st)
 	cqe.status = st;
 	cqe.byte_len = m->len;	/* verbs reports it for reads (8 for atomics) */
 	c->ctr.send_completions++;
-	c->ops->complete(c->env, &cqe);
+	if (c->ops->complete(c->env, &cqe))
+		c->cqe_lost = true;
 }
 
 /*

@@ -63,10 +63,16 @@ err_count:
 	return err;
 }
 
+/*
+ * The process may keep the mapping (after its device was removed, even the
+ * CQ in libibverbs): mark the ring dead so that polling it fails.  No QP
+ * completes into the CQ any more (the core destroys QPs first).
+ */
 int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct mbcf_cq *cq = to_mbcf_cq(ibcq);
 
+	mbcf_ring_store_release(mbcf_ring_flags(&cq->ring), MBCF_RING_F_DEAD);
 	mbcf_umap_remove(cq->umap);
 	atomic_dec(&to_mbcf_dev(ibcq->device)->cq_count);
 	return 0;

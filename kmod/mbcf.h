@@ -9,8 +9,14 @@
  *   verbs.c   the thin verbs entry points (argument checks, hand-off)
  *   umap.c    kernel buffers user space mmaps (the rings)
  *   cq.c      completion queues: the kernel side of the CQ ring
- *   qp.c      QP verbs: create/modify/query/destroy, doorbells, state
- *   proto.c   binds the protocol core (core/) to a QP: the mbcf_ops
+ *   qp.c      QP verbs and the QP lock: every entry into the protocol core
+ *             (verbs, doorbells, frames, timer, transmit work) takes and
+ *             releases qp->lock here and nowhere else
+ *   wr.c      a QP's work requests: pulls the send/receive rings, validates
+ *             each request into a private copy, and everything that reads
+ *             those copies (payload gather/scatter, completions, flushes)
+ *   proto.c   the protocol core's environment (struct mbcf_ops): callbacks
+ *             that run under qp->lock and hand off to wr.c, mr.c, net.c
  *   net.c     the only file that touches sk_buff: frames in and out
  *   stats.c   counters for `rdma statistic`
  *   mr.c      memory regions: the only file that touches user pages
@@ -85,7 +91,9 @@ struct mbcf_pd {
 /* A kernel buffer user space maps (umap.c); owned by its mmap entry. */
 struct mbcf_umap {
 	struct rdma_user_mmap_entry rdma;
-	void *buf;
+	void *buf;			/* the pages, mapped in the kernel */
+	struct page **pages;
+	unsigned int npages;
 	size_t len;
 };
 
@@ -98,34 +106,60 @@ struct mbcf_cq {
 	bool overflowed;
 };
 
+/*
+ * One work queue of a QP (send or receive): the ring user space produces
+ * into, and the kernel's private, validated copies of the requests it took
+ * out of it (wr.c).  Slot i of `wr` holds the copy of ring entry i while
+ * the request is in flight, so a ring slot and its copy are released
+ * together when the request completes.
+ */
+struct mbcf_wq {
+	struct mbcf_umap *umap;
+	struct mbcf_ring_end ring;	/* consumer end: idx = released, rd = read */
+	u8 *wr;				/* private copies, wr_stride bytes each */
+	u32 wr_stride;
+	u32 max_sge;			/* the QP's cap: checked per request */
+	bool broken;			/* the ring's indices made no sense */
+};
+
+/* Bits of mbcf_qp.pend: what must happen once the core call returns. */
+enum mbcf_qp_pend {
+	MBCF_QP_PEND_WQE = BIT(0),	/* the send request at sq.rd failed its
+					 * checks: it completes with pend_status
+					 * after every earlier one, then ERROR */
+	MBCF_QP_PEND_ERROR = BIT(1),	/* move the QP to the error state */
+	MBCF_QP_PEND_FATAL = BIT(2),	/* ... and raise IB_EVENT_QP_FATAL: user
+					 * space broke the ring protocol */
+	MBCF_QP_PEND_EVENT = BIT(3),	/* the event is due, after unlock */
+};
+
+/* A QP number's entry in mbcf_dev.qp_xa: lookups take a reference. */
+struct mbcf_qp_ref {
+	struct mbcf_qp *qp;
+	refcount_t users;		/* 1 while published + one per user */
+	struct completion idle;		/* users dropped to zero */
+	struct rcu_head rcu;		/* lookups may still read it */
+};
+
 struct mbcf_qp {
 	struct ib_qp ibqp;
 	struct mbcf_dev *dev;
+	struct mbcf_qp_ref *ref;
 	/*
 	 * Serialises everything below: every call into the protocol core,
-	 * the rings, the state.  Taken from process context (verbs,
-	 * doorbells), NET_RX softirq (frames) and the timer (softirq).
+	 * the rings, the state.  Taken and released in qp.c only, from
+	 * process context (verbs, doorbells, transmit work) and softirq
+	 * (frames, the timer); the core's callbacks assert it.
 	 */
 	spinlock_t lock;
 	enum ib_qp_state state;
 	bool sq_sig_all;
 	bool dying;			/* destroy started: ignore frames, timer */
-	u32 max_send_sge, max_recv_sge, max_inline;
+	u8 pend;			/* enum mbcf_qp_pend */
+	u8 pend_status;			/* ib_wc_status of PEND_WQE */
+	u32 max_inline;
 
-	/* Send queue: provider produces WQEs; we copy each out before use. */
-	struct mbcf_umap *sq_umap;
-	struct mbcf_ring_end sq;
-	u8 *sq_copy;			/* private copies of slots [idx, rd) */
-	/* A request failed locally: error the QP once the core returns. */
-	enum ib_wc_status conn_failed;
-	bool failed_valid;		/* a failed WQE waits at sq.rd ... */
-	enum ib_wc_status failed_status;	/* ... to complete with this */
-	bool rx_bad;			/* the claimed receive rejected data */
-
-	/* Receive queue: same; claimed by the core one message at a time. */
-	struct mbcf_umap *rq_umap;
-	struct mbcf_ring_end rq;
-	u8 *rq_copy;
+	struct mbcf_wq sq, rq;
 
 	/* The protocol core's connection and the memory it runs on. */
 	struct mbcf_conn conn;
@@ -135,19 +169,26 @@ struct mbcf_qp {
 
 	/*
 	 * Frames the core built under the lock wait here and are handed to
-	 * the netdev after it is dropped (mbcf_net_unlock()), so a doorbell
-	 * or frame for this QP on another CPU never spins while we transmit.
-	 * One context at a time sends (tx_owner), and also sends what others
-	 * queue meanwhile: frames leave in the order the core built them.
+	 * the netdev after it is dropped, so a doorbell or frame for this QP
+	 * on another CPU never spins while we transmit.  One context at a
+	 * time sends (tx_owner), and also sends what others queue meanwhile:
+	 * frames leave in the order the core built them.  At most
+	 * MBCF_QP_TX_BURST frames are queued: the core holds the rest back
+	 * (its transmit-busy state) and tx_work builds them in process
+	 * context, so one frame received in softirq never costs more than a
+	 * burst.
 	 */
 	struct sk_buff_head txq;
 	bool tx_owner;
+	struct work_struct tx_work;
 
 	/* Peer, from modify_qp(RTR). */
 	u8 dmac[ETH_ALEN];
 	u32 dest_qpn;
 	struct ib_qp_attr attr;		/* what modify_qp set, for query_qp */
 };
+
+#define MBCF_QP_TX_BURST	64
 
 static inline struct mbcf_dev *to_mbcf_dev(struct ib_device *ibdev)
 {
@@ -216,18 +257,33 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad_wr);
 int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
-void mbcf_qp_settle(struct mbcf_qp *qp, u64 now);
-void mbcf_qp_to_error(struct mbcf_qp *qp);
-enum ib_wc_opcode mbcf_qp_send_wc_opcode(struct mbcf_qp *qp, u64 cookie);
-struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie);
-struct mbcf_recv_wqe *mbcf_qp_rq_wqe(struct mbcf_qp *qp, u64 cookie);
+void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
+		const u8 *src_mac);
+void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
+
+/* wr.c: a QP's work requests; everything but _alloc/_free under qp->lock */
+int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
+		  u32 n, u32 stride, u32 max_sge, u32 max_inline);
+void mbcf_wr_free(struct mbcf_wq *q);
+int mbcf_wr_pull_sq(struct mbcf_qp *qp);
+void mbcf_wr_fail_head(struct mbcf_qp *qp);
+bool mbcf_wr_flush(struct mbcf_qp *qp);
+void mbcf_wr_reset(struct mbcf_qp *qp);
+int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap);
+int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
+			 const u8 *src, u32 len);
+int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
+			 const u8 *src, u32 len);
+int mbcf_wr_complete(struct mbcf_qp *qp, const struct mbcf_cqe *c);
+bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
+int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
+			 u8 *dst);
+struct mbcf_spans;
+int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
+			  struct mbcf_spans *sp);
 
 /* proto.c */
 extern const struct mbcf_ops mbcf_proto_ops;
-int mbcf_proto_start(struct mbcf_qp *qp);
-void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
-		   const u8 *src_mac);
-enum hrtimer_restart mbcf_proto_timer(struct hrtimer *t);
 u64 mbcf_proto_now(void);
 
 /* stats.c */
@@ -235,15 +291,12 @@ extern const struct ib_device_ops mbcf_stats_ops;
 void mbcf_stats_init(void);
 void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 
-/* net.c */
+/* net.c: frames in and out; the caller of _xmit holds qp->lock */
 int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
-void mbcf_net_qp_init(struct mbcf_qp *qp);
-void mbcf_net_qp_purge(struct mbcf_qp *qp);
-/* Drop qp->lock (taken with spin_lock_bh if @bh) and send what it queued. */
-void mbcf_net_unlock(struct mbcf_qp *qp, bool bh);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
+void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
 
 /* mr.c */
 struct mbcf_sge;

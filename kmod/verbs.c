@@ -124,6 +124,18 @@ static int mbcf_verbs_alloc_ucontext(struct ib_ucontext *ibuc,
 	return 0;
 }
 
+/*
+ * The device is going away while a process still holds it (`rdma link
+ * delete`, its netdev removed, the module unloaded).  The RDMA core has
+ * destroyed every object of the context by now (each ring marked dead) and
+ * raises IB_EVENT_DEVICE_FATAL; the ring pages stay valid memory as long as
+ * the process maps them, and no kernel code reads them any more.  Having
+ * this op is what lets removal proceed instead of waiting for the process.
+ */
+static void mbcf_verbs_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static void mbcf_verbs_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	atomic_dec(&to_mbcf_dev(ibuc->device)->ucontext_count);
@@ -157,6 +169,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.get_dev_fw_str = mbcf_verbs_get_dev_fw_str,
 	.alloc_ucontext = mbcf_verbs_alloc_ucontext,
 	.dealloc_ucontext = mbcf_verbs_dealloc_ucontext,
+	.disassociate_ucontext = mbcf_verbs_disassociate_ucontext,
 	.alloc_pd = mbcf_verbs_alloc_pd,
 	.dealloc_pd = mbcf_verbs_dealloc_pd,
 	.mmap = mbcf_umap_mmap,

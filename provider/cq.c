@@ -136,8 +136,13 @@ int mbcf_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	}
 	pthread_spin_unlock(&cq->lock);
 
-	if (corrupt && n == 0) {
-		/* The kernel's index is impossible: nothing here is usable. */
+	/*
+	 * The kernel's index is impossible, or the CQ is gone (its device was
+	 * removed while we hold it): nothing more will come.  Checked only
+	 * when the ring is empty, so a busy poller pays nothing for it.
+	 */
+	if (n == 0 && (corrupt ||
+		       mbcf_ring_load_acquire(mbcf_ring_flags(&cq->ring)) & MBCF_RING_F_DEAD)) {
 		errno = EIO;
 		return -1;
 	}

@@ -101,6 +101,12 @@ static_assert(offsetof(struct mbcf_create_qp_resp_full, drv) ==
 	      sizeof(struct ib_uverbs_create_qp_resp),
 	      "driver data must follow the core response");
 
+/* Ring entries: the layout the kernel checks (kmod/wr.c) too. */
+static_assert(sizeof(struct mbcf_send_wqe) == 56 &&
+	      offsetof(struct mbcf_send_wqe, sge) == 56 &&
+	      sizeof(struct mbcf_recv_wqe) == 16 &&
+	      offsetof(struct mbcf_recv_wqe, sge) == 16, "ring entry layout");
+
 /* A CQ entry is the kernel's struct ib_uverbs_wc, byte for byte. */
 static_assert(sizeof(struct ib_uverbs_wc) == MBCF_CQE_SIZE,
 	      "MBCF_CQE_SIZE is sizeof(struct ib_uverbs_wc)");

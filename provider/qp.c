@@ -246,7 +246,7 @@ static int mbcf_post_one_send(struct mbcf_qp *qp, const struct ibv_send_wr *wr)
 	wqe->swap = atomic ? wr->wr.atomic.swap : 0;
 
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *data = (uint8_t *)(wqe + 1);
+		uint8_t *data = wqe->inline_data;
 
 		/* The caller may reuse its buffers once we return. */
 		wqe->num_sge = 0;
@@ -257,7 +257,7 @@ static int mbcf_post_one_send(struct mbcf_qp *qp, const struct ibv_send_wr *wr)
 			data += wr->sg_list[i].length;
 		}
 	} else {
-		struct mbcf_sge *sge = (struct mbcf_sge *)(wqe + 1);
+		struct mbcf_sge *sge = wqe->sge;
 
 		wqe->num_sge = wr->num_sge;
 		wqe->inline_len = 0;
@@ -333,7 +333,7 @@ static int mbcf_post_one_recv(struct mbcf_qp *qp, const struct ibv_recv_wr *wr)
 	wqe->wr_id = wr->wr_id;
 	wqe->num_sge = wr->num_sge;
 	wqe->reserved = 0;
-	sge = (struct mbcf_sge *)(wqe + 1);
+	sge = wqe->sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		sge[i].addr = wr->sg_list[i].addr;
 		sge[i].length = wr->sg_list[i].length;

@@ -91,14 +91,28 @@ struct mbcf_cqe {
 	u8 flags;		/* MBCF_CQE_* */
 };
 
+/* recv_claim results. */
+enum mbcf_claim {
+	MBCF_CLAIM_OK = 0,	/* *cookie and *cap are set */
+	MBCF_CLAIM_NONE = 1,	/* no receive posted: the core sends STOP */
+	MBCF_CLAIM_BAD = 2,	/* the receive queue is unusable (a malformed
+				 * receive request): REMOTE_OP_ERROR */
+};
+
 /*
  * Everything the core asks of its environment.  `env` is the pointer given
- * to mbcf_conn_init.  Target callbacks return an enum mbcf_status and must
+ * to mbcf_conn_init.  Every callback that can fail returns a status, and the
+ * core acts on it.  Target callbacks return an enum mbcf_status and must
  * check key, PD, access flags and bounds BEFORE touching any byte.
  */
 struct mbcf_ops {
-	/* Transmit header + payload as one frame; 0 = sent (or dropped like
-	 * a lost frame), nonzero = busy, nothing sent: retry on mbcf_conn_kick. */
+	/*
+	 * Transmit header + payload as one frame: 0 = sent (or dropped, like
+	 * a lost frame); nonzero = busy, nothing sent.  Busy holds sequenced
+	 * frames back until mbcf_conn_kick() (docs/protocol.md 7.4); a control
+	 * frame refused as busy is dropped, so an environment that bounds its
+	 * bursts should refuse only sequenced frames.
+	 */
 	int (*xmit)(void *env, const u8 *hdr, u32 hdr_len,
 		    const struct mbcf_payload *pl);
 	/* Optional: end of a burst of xmit calls (ring the doorbell). */
@@ -111,17 +125,20 @@ struct mbcf_ops {
 	 * op is CMP_SWAP or FETCH_ADD; *orig gets the previous value. */
 	int (*target_atomic)(void *env, u8 op, u32 rkey, u64 va, u64 swap_add,
 			     u64 compare, u64 *orig);
-	/* Take the oldest posted receive: 0 with cookie and cap set, or nonzero
-	 * if none is posted (the core then sends STOP: receiver not ready). */
+	/* Take the oldest posted receive: an enum mbcf_claim. */
 	int (*recv_claim)(void *env, u64 *cookie, u32 *cap);
-	/* Copy into a claimed receive at byte offset (within cap, checked). */
-	void (*recv_write)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
+	/* Copy into a claimed receive at byte offset (within cap, checked):
+	 * 0, or nonzero = local protection error (the receive completes with
+	 * LOC_PROT_ERR and the message is NAKed with REMOTE_OP_ERROR). */
+	int (*recv_write)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
 	/* Deliver read (or atomic: 8 bytes, host order) response data into the
 	 * requester's local buffer of wr `cookie`; nonzero = local protection
 	 * error. */
 	int (*resp_data)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
-	/* Post a completion (requester or receive side). */
-	void (*complete)(void *env, const struct mbcf_cqe *cqe);
+	/* Post a completion (requester or receive side): 0, or nonzero when it
+	 * could not be delivered (completion queue overrun): the connection
+	 * then enters ERROR. */
+	int (*complete)(void *env, const struct mbcf_cqe *cqe);
 	/* Arm the connection's single timer at absolute time `at` ns (0 =
 	 * cancel).  When it fires, call mbcf_conn_timeout(). */
 	void (*timer)(void *env, u64 at);
@@ -195,6 +212,7 @@ struct mbcf_conn {
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
+	bool cqe_lost;		/* ops->complete failed: enter ERROR */
 	bool snd_fixed;		/* our stream's start psn is settled */
 	u8 retry_left, rnr_left;
 	u64 rto_cur;

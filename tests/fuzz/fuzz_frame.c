@@ -46,13 +46,16 @@ static int fz_claim(void *env, u64 *cookie, u32 *cap)
 
 	*cookie = ++n;
 	*cap = 4096;
-	return (n % 5) == 0;	/* sometimes not ready: STOP */
+	if (n % 13 == 0)
+		return MBCF_CLAIM_BAD;	/* sometimes a broken receive queue */
+	return n % 5 == 0 ? MBCF_CLAIM_NONE : MBCF_CLAIM_OK;	/* STOP */
 }
 
-static void fz_recv_write(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
+static int fz_recv_write(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
 {
 	if (off + len > 4096)
 		abort();	/* the core must have checked the capacity */
+	return cookie % 7 == 0;	/* sometimes a local protection error */
 }
 
 static int fz_resp(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
@@ -60,7 +63,10 @@ static int fz_resp(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
 	return 0;
 }
 
-static void fz_complete(void *env, const struct mbcf_cqe *cqe) {}
+static int fz_complete(void *env, const struct mbcf_cqe *cqe)
+{
+	return cqe->cookie % 11 == 0;	/* sometimes an overrun */
+}
 static void fz_timer(void *env, u64 at) {}
 static void fz_error(void *env, u8 st) {}
 

@@ -75,22 +75,28 @@ int recv_claim(void *env, u64 *cookie, u32 *cap)
 {
 	Env *e = E(env);
 
+	if (e->claim_bad)
+		return MBCF_CLAIM_BAD;
 	if (e->recvs.empty())
-		return 1;
+		return MBCF_CLAIM_NONE;
 	*cookie = e->recvs.front().cookie;
 	*cap = e->recvs.front().cap;
 	e->recvs.pop_front();
 	e->recv_buf[*cookie].clear();
-	return 0;
+	return MBCF_CLAIM_OK;
 }
 
-void recv_write(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
+int recv_write(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
 {
-	auto &b = E(env)->recv_buf[cookie];
+	Env *e = E(env);
+	auto &b = e->recv_buf[cookie];
 
+	if (e->recv_write_fail_at >= 0 && offset + len > (u32)e->recv_write_fail_at)
+		return 1;
 	if (b.size() < offset + len)
 		b.resize(offset + len);
 	memcpy(b.data() + offset, src, len);
+	return 0;
 }
 
 int resp_data(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
@@ -103,12 +109,19 @@ int resp_data(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
 	return 0;
 }
 
-void complete(void *env, const mbcf_cqe *cqe)
+int complete(void *env, const mbcf_cqe *cqe)
 {
+	Env *e = E(env);
+
+	if (e->cq_room == 0)
+		return 1;	// overrun: lost
+	if (e->cq_room > 0)
+		e->cq_room--;
 	if (cqe->flags & MBCF_CQE_RECV)
-		E(env)->rcqes.push_back(*cqe);
+		e->rcqes.push_back(*cqe);
 	else
-		E(env)->cqes.push_back(*cqe);
+		e->cqes.push_back(*cqe);
+	return 0;
 }
 
 void timer(void *env, u64 at)

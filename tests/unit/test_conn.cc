@@ -531,6 +531,126 @@ TEST_F(Pair, AccessViolationNaksAndErrorsBothSides)
 	EXPECT_EQ(b.errors, 1);
 }
 
+// A receive buffer the responder may not write fails that receive with
+// LOC_PROT_ERR and the requester's send with REM_OP_ERR (verbs); both QPs
+// end in error and every frame is accounted for.
+TEST_F(Pair, ReceiveBufferFaultIsRemoteOperationalError)
+{
+	b.recvs.push_back({7, 4000});
+	b.recv_write_fail_at = 2000;	// inside the second frame
+	uint64_t c = post(a, MBCF_OP_SEND, 3000);
+	settle(a, b, now);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].cookie, 7u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.remote_errors, 1u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_OP_ERR);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// A receive queue the environment finds malformed is not an RNR condition:
+// the message is NAKed (REM_OP_ERR) and no receive completes.
+TEST_F(Pair, MalformedReceiveQueueIsRemoteOperationalError)
+{
+	b.claim_bad = true;
+	uint64_t c = post(a, MBCF_OP_SEND, 10);
+	settle(a, b, now);
+	EXPECT_TRUE(b.rcqes.empty());
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.stop_tx, 0u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_OP_ERR);
+}
+
+// A completion the environment could not deliver (CQ overrun) leaves the
+// connection unreliable: it enters ERROR once, at the end of the call.
+TEST_F(Pair, UndeliverableCompletionEntersError)
+{
+	a.cq_room = 1;
+	defer = true;
+	for (int i = 0; i < 3; i++)
+		post(a, MBCF_OP_WRITE, 10);
+	mbcf_conn_kick(&a.conn, now);
+	settle(a, b, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.errors, 1);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.conn.ctr.send_completions, 3u);
+}
+
+// docs/protocol.md 8.3: a NAK ends the connection only when it names the
+// psn the requester waits on; stale or made-up ones are dropped and counted.
+TEST_F(Pair, NakMustNameTheAwaitedPsn)
+{
+	auto nak = [](uint32_t ack_psn) {
+		mbcf_frame f{};
+		f.op = MBCF_OP_ACK;
+		f.status = MBCF_ST_REMOTE_ACCESS_ERROR;
+		f.dst_qpn = 0x11;
+		f.src_qpn = 0x22;
+		f.psn = 200;
+		f.ack_psn = ack_psn;
+		std::vector<uint8_t> b(MBCF_HDR_MAX);
+		b.resize(mbcf_codec_build(&f, b.data()));
+		return b;
+	};
+	deliver(a, nak(100), now);	// nothing outstanding yet
+	uint64_t c = post(a, MBCF_OP_WRITE, 10);	// psn 100
+	deliver(a, nak(99), now);	// before it
+	deliver(a, nak(0x500000), now);	// far beyond anything sent
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 3u);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 0u);
+	EXPECT_TRUE(a.cqes.empty());
+	deliver(a, nak(100), now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 1u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+}
+
+// Every frame that enters the receive path gets exactly one verdict, also
+// for frames the parser rejects, duplicates, gaps and control frames.
+TEST_F(Pair, EveryReceivedFrameHasOneVerdict)
+{
+	post(a, MBCF_OP_WRITE, 3000);	// 3 frames
+	ASSERT_EQ(a.out.size(), 3u);
+	auto f0 = a.out[0], f1 = a.out[1], f2 = a.out[2];
+	a.out.clear();
+	deliver(b, f0, now);		// accepted
+	deliver(b, f0, now);		// duplicate
+	deliver(b, f2, now);		// gap: LOST
+	auto bad = f1;
+	bad[0] = 9;			// version
+	deliver(b, bad, now);
+	bad = f1;
+	bad.resize(10);			// truncated
+	deliver(b, bad, now);
+	deliver(b, f1, now);
+	deliver(b, f2, now);
+	EXPECT_EQ(b.dev_ctr.rx_frames, 7u);
+	EXPECT_EQ(b.conn.ctr.rx_accepted, 3u);
+	EXPECT_EQ(b.conn.ctr.drop_duplicate, 1u);
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 1u);
+	EXPECT_EQ(b.dev_ctr.drop_bad_version, 1u);
+	EXPECT_EQ(b.dev_ctr.drop_truncated, 1u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+	settle(a, b, now);	// the LOST makes a go back: more duplicates
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 TEST_F(Pair, LostNakIsRepeatedOnRetry)
 {
 	post(a, MBCF_OP_READ_REQ, 10, 0x80000);		// outside every region

@@ -491,6 +491,8 @@ void Sim::run()
 			}
 		}
 		check_error_side(0);
+		for (int i = 0; i < 2; i++)
+			EXPECT_EQ(rx_unaccounted(s[i].env), 0) << "side " << i;
 		for (auto &o : s[0].ops)
 			g_bad_ops += o.bad;
 		for (auto &c : s[0].env.cqes)
@@ -501,6 +503,7 @@ void Sim::run()
 	if (!::testing::Test::HasFatalFailure())
 		check_side(1);
 	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(rx_unaccounted(s[i].env), 0) << "side " << i;
 		mbcf_counters_add(&g_total, &s[i].env.conn.ctr);
 		mbcf_counters_add(&g_total, &s[i].env.dev_ctr);
 	}

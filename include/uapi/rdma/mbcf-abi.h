@@ -23,12 +23,24 @@
 #define MBCF_ABI_H
 
 #include <linux/types.h>
+#include <linux/stddef.h>
+
+/*
+ * A flexible array that may share a union.  C++ gets a zero-length array:
+ * the uapi __DECLARE_FLEX_ARRAY of Linux 6.1 wraps the array in a struct
+ * beside an empty one, which has size 1 in C++ and would shift the layout.
+ */
+#ifdef __cplusplus
+#define MBCF_FLEX_ARRAY(TYPE, NAME)	TYPE NAME[0]
+#else
+#define MBCF_FLEX_ARRAY(TYPE, NAME)	__DECLARE_FLEX_ARRAY(TYPE, NAME)
+#endif
 
 /* ib_device_ops.uverbs_abi_ver; checked by libibverbs against the provider. */
 #define MBCF_UVERBS_ABI_VERSION 1
 
 /* Version of everything below; carried in mbcf_alloc_ucontext_resp. */
-#define MBCF_ABI_VERSION 2
+#define MBCF_ABI_VERSION 3
 
 /* Name prefix the provider matches (the driver id is RDMA_DRIVER_UNKNOWN). */
 #define MBCF_DEVICE_NAME_PREFIX "mbcf"
@@ -46,7 +58,7 @@ struct mbcf_alloc_ucontext_resp {
  *   offset  64  __u32 cons      consumer's index
  *   offset 128  __u32 db_needed kernel -> provider: 1 = the kernel is idle on
  *                               this queue, ring the doorbell after posting
- *   offset 192  __u32 armed     CQ only, provider -> nobody: reserved
+ *   offset 192  __u32 flags     kernel -> provider: MBCF_RING_F_*
  *   offset 256  entries[num_entries], each `stride` bytes
  *
  * Entry i lives at 256 + (i & (num_entries - 1)) * stride.  num_entries is
@@ -56,7 +68,17 @@ struct mbcf_alloc_ucontext_resp {
 #define MBCF_RING_PROD_OFF	0
 #define MBCF_RING_CONS_OFF	64
 #define MBCF_RING_DB_OFF	128
+#define MBCF_RING_FLAGS_OFF	192
 #define MBCF_RING_ENTRIES_OFF	256
+
+/*
+ * Ring flags.  DEAD: the kernel object behind the ring is gone (destroyed,
+ * or its device was removed while the process kept the mapping): nothing
+ * will be produced or consumed any more.  The kernel also leaves db_needed
+ * set on a dead send/receive queue, so a post rings the doorbell and the
+ * doorbell fails (EIO once the device is gone).
+ */
+#define MBCF_RING_F_DEAD	0x1
 
 /* Where a ring is and how it is cut; part of the create responses. */
 struct mbcf_ring_info {
@@ -84,8 +106,10 @@ struct mbcf_sge {
 };
 
 /*
- * Send queue entry header; followed by num_sge struct mbcf_sge or, with
- * IBV_SEND_INLINE in send_flags, by inline_len bytes of data.
+ * Send queue entry: a 56-byte header, then num_sge struct mbcf_sge or, with
+ * IBV_SEND_INLINE in send_flags, inline_len bytes of data.  The kernel reads
+ * each field once, into its own copy, and checks it against the QP's
+ * limits before use: num_sge <= max_send_sge, inline_len <= max_inline.
  */
 struct mbcf_send_wqe {
 	__aligned_u64 wr_id;
@@ -98,13 +122,18 @@ struct mbcf_send_wqe {
 	__u32 inline_len;
 	__aligned_u64 compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
 	__aligned_u64 swap;		/* CMP_AND_SWP: swap */
+	union {
+		MBCF_FLEX_ARRAY(struct mbcf_sge, sge);
+		MBCF_FLEX_ARRAY(__u8, inline_data);
+	};
 };
 
-/* Receive queue entry header; followed by num_sge struct mbcf_sge. */
+/* Receive queue entry: a 16-byte header, then num_sge struct mbcf_sge. */
 struct mbcf_recv_wqe {
 	__aligned_u64 wr_id;
-	__u32 num_sge;
+	__u32 num_sge;		/* <= the QP's max_recv_sge */
 	__u32 reserved;
+	MBCF_FLEX_ARRAY(struct mbcf_sge, sge);
 };
 
 struct mbcf_create_qp_resp {
