@@ -135,18 +135,18 @@ static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
 {
 	u32 prod, posted, held;
 
-	if (likely(!q->broken)) {
-		prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
-		posted = prod - q->ring.idx;
-		held = q->ring.rd - q->ring.idx;
-		if (likely(posted <= q->ring.mask + 1 && posted >= held)) {
-			*n = posted - held;
-			return 0;
-		}
+	if (unlikely(q->broken))
+		return -EPROTO;
+	prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
+	posted = prod - q->ring.idx;
+	held = q->ring.rd - q->ring.idx;
+	if (unlikely(posted > q->ring.mask + 1 || posted < held)) {
 		q->broken = true;
+		qp->pend |= MBCF_QP_PEND_FATAL;
+		return -EPROTO;
 	}
-	qp->pend |= MBCF_QP_PEND_FATAL;
-	return -EPROTO;
+	*n = posted - held;
+	return 0;
 }
 
 /*
