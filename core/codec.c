@@ -32,6 +32,8 @@ static const struct codec_op codec_ops[MBCF_OP_MAX] = {
 				  SEG_FLAGS | MBCF_F_SOLICITED },
 	[MBCF_OP_SEND_IMM]    = { "SEND_IMM", 32, PL_DATA,
 				  SEG_FLAGS | MBCF_F_SOLICITED },
+	[MBCF_OP_SEND_INV]    = { "SEND_INV", 32, PL_DATA,
+				  SEG_FLAGS | MBCF_F_SOLICITED },
 	[MBCF_OP_ACK]	      = { "ACK", 24, PL_NONE, 0 },
 	[MBCF_OP_LOST]	      = { "LOST", 24, PL_NONE, 0 },
 	[MBCF_OP_STOP]	      = { "STOP", 24, PL_NONE, 0 },
@@ -103,6 +105,10 @@ static void codec_parse_ext(const u8 *b, struct mbcf_frame *f)
 		f->req_psn = mbcf_get_be32(b + MBCF_OFF_AT_REQ_PSN);
 		f->operand[0] = mbcf_get_be64(b + MBCF_OFF_ORIG);
 		break;
+	case MBCF_OP_SEND_INV:
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_INV_RKEY);
+		f->offset = mbcf_get_be32(b + MBCF_OFF_OFFSET);
+		break;
 	case MBCF_OP_SEND_IMM:
 		f->imm = mbcf_get_be32(b + MBCF_OFF_SEND_IMM);
 		mbcf_fallthrough;
@@ -142,6 +148,7 @@ static bool codec_fields_ok(const struct mbcf_frame *f, const struct codec_op *o
 					   f->paylen > f->len))
 		return false;
 	if ((f->op == MBCF_OP_SEND || f->op == MBCF_OP_SEND_IMM ||
+	     f->op == MBCF_OP_SEND_INV ||
 	     f->op == MBCF_OP_READ_RESP) &&
 	    (u64)f->offset + f->paylen > MBCF_MSG_MAX)
 		return false;
@@ -264,6 +271,10 @@ static void codec_build_ext(const struct mbcf_frame *f, u8 *b)
 		mbcf_put_be32(b + MBCF_OFF_AT_REQ_PSN, f->req_psn);
 		mbcf_put_be32(b + MBCF_OFF_AT_REQ_PSN + 4, 0);
 		mbcf_put_be64(b + MBCF_OFF_ORIG, f->operand[0]);
+		break;
+	case MBCF_OP_SEND_INV:
+		mbcf_put_be32(b + MBCF_OFF_INV_RKEY, f->rkey);
+		mbcf_put_be32(b + MBCF_OFF_OFFSET, f->offset);
 		break;
 	case MBCF_OP_SEND_IMM:
 		mbcf_put_be32(b + MBCF_OFF_SEND_IMM, f->imm);

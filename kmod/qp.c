@@ -284,7 +284,8 @@ static int mbcf_qp_check_init(struct ib_qp_init_attr *init)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC) ||
+	    init->srq || init->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > MBCF_MAX_QP_WR || cap->max_recv_wr > MBCF_MAX_QP_WR ||
 	    cap->max_send_sge > MBCF_MAX_SGE || cap->max_recv_sge > MBCF_MAX_SGE ||
@@ -383,6 +384,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	qp->dev = dev;
+	qp->id = atomic64_inc_return(&dev->qp_ids);
 	spin_lock_init(&qp->lock);
 	skb_queue_head_init(&qp->txq);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
@@ -561,6 +563,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->max_dest_rd_atomic = clamp_t(u32, a->max_dest_rd_atomic, 1, qp->resp_size);
 	cfg->rto_ns = mbcf_qp_rto_ns(a->timeout);
 	cfg->min_rnr_ns = (u64)mbcf_qp_rnr_us[a->min_rnr_timer] * NSEC_PER_USEC;
+	cfg->uc = qp->ibqp.qp_type == IB_QPT_UC;
 }
 
 static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
@@ -620,7 +623,7 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	next = mask & IB_QP_STATE ? attr->qp_state : cur;
 	err = -EINVAL;
 	if (cur != qp->state ||
-	    !ib_modify_qp_is_ok(cur, next, IB_QPT_RC, mask))
+	    !ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask))
 		goto out;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && cur != IB_QPS_INIT)
 		goto out;	/* the responder ring is sized at RTR */
@@ -653,7 +656,7 @@ int mbcf_qp_query(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_bh(&qp->lock);
 
 	memset(init, 0, sizeof(*init));
-	init->qp_type = IB_QPT_RC;
+	init->qp_type = qp->ibqp.qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->cap = attr->cap;

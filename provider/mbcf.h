@@ -163,6 +163,10 @@ int mbcf_verbs_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *mbcf_verbs_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 				 uint64_t hca_va, int access);
 int mbcf_verbs_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *mbcf_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int mbcf_verbs_dealloc_mw(struct ibv_mw *mw);
+int mbcf_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
 
 /* cq.c */
 struct ibv_cq *mbcf_cq_create(struct ibv_context *ibctx, int cqe,
@@ -186,13 +190,19 @@ int mbcf_qp_destroy(struct ibv_qp *qp);
 int mbcf_qp_enable_ex(struct mbcf_qp *qp);
 
 /* wr.c */
-/* The ibv_wr_* operations mbcf offers (IBV_QP_EX_WITH_*). */
-#define MBCF_SEND_OPS_FLAGS (IBV_QP_EX_WITH_RDMA_WRITE |			\
-			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |		\
-			     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |	\
-			     IBV_QP_EX_WITH_RDMA_READ |				\
-			     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
-			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+/* The ibv_wr_* operations mbcf offers (IBV_QP_EX_WITH_*), per QP type (as
+ * rxe: an unreliable QP has no reads, atomics or local invalidate). */
+#define MBCF_UC_SEND_OPS_FLAGS (IBV_QP_EX_WITH_RDMA_WRITE |			\
+				IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |		\
+				IBV_QP_EX_WITH_SEND |				\
+				IBV_QP_EX_WITH_SEND_WITH_IMM |			\
+				IBV_QP_EX_WITH_BIND_MW |			\
+				IBV_QP_EX_WITH_SEND_WITH_INV)
+#define MBCF_RC_SEND_OPS_FLAGS (MBCF_UC_SEND_OPS_FLAGS |			\
+				IBV_QP_EX_WITH_RDMA_READ |			\
+				IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
+				IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |		\
+				IBV_QP_EX_WITH_LOCAL_INV)
 int mbcf_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int mbcf_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,

@@ -101,6 +101,13 @@ static bool mbcf_op_reads_remote(uint32_t opcode)
 	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* Inline data is data out of the local buffer: not for these. */
+static bool mbcf_op_takes_inline(uint32_t opcode)
+{
+	return !mbcf_op_reads_remote(opcode) && opcode != IBV_WR_BIND_MW &&
+	       opcode != IBV_WR_LOCAL_INV;
+}
+
 /* The header of a new entry; IBV_SEND_INLINE is set by the inline setters. */
 static void mbcf_sq_header(struct mbcf_send_wqe *e, uint32_t opcode,
 			   uint64_t wr_id, unsigned int flags)
@@ -133,13 +140,31 @@ static int mbcf_sq_set_sges(const struct mbcf_qp *qp, struct mbcf_send_wqe *e,
 static int mbcf_sq_add_inline(const struct mbcf_qp *qp, struct mbcf_send_wqe *e,
 			      const void *p, size_t len)
 {
-	if (mbcf_op_reads_remote(e->opcode) || len > qp->max_inline - e->inline_len)
+	if (!mbcf_op_takes_inline(e->opcode) || len > qp->max_inline - e->inline_len)
 		return EINVAL;
 	memcpy(e->inline_data + e->inline_len, p, len);
 	e->inline_len += len;
 	e->num_sge = 0;
 	e->send_flags |= IBV_SEND_INLINE;
 	return 0;
+}
+
+/* A memory window bind (carried out by the kernel in send-queue order). */
+static void mbcf_sq_bind(struct mbcf_send_wqe *e, const struct ibv_mw *mw,
+			 uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	e->mw_rkey = mw->rkey;
+	e->rkey = rkey;
+	e->remote_addr = info->addr;
+	e->bind.length = info->length;
+	e->bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	e->bind.access = info->mw_access_flags;
+}
+
+/* Opcodes an unreliable QP cannot carry: they need a response (verbs). */
+static bool mbcf_sq_op_ok(const struct ibv_qp *ibqp, uint32_t opcode)
+{
+	return ibqp->qp_type != IBV_QPT_UC || !mbcf_op_reads_remote(opcode);
 }
 
 /* ---- ibv_post_send / ibv_post_recv ------------------------------------------ */
@@ -169,6 +194,18 @@ static int mbcf_sq_header_of(struct mbcf_send_wqe *e, const struct ibv_send_wr *
 		e->compare_add = wr->wr.atomic.compare_add;
 		e->swap = wr->wr.atomic.swap;
 		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		e->invalidate_rkey = wr->invalidate_rkey;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		e->invalidate_rkey = wr->invalidate_rkey;
+		return wr->num_sge ? EINVAL : 0;
+	case IBV_WR_BIND_MW:
+		if (!wr->bind_mw.mw || wr->num_sge)
+			return EINVAL;
+		mbcf_sq_bind(e, wr->bind_mw.mw, wr->bind_mw.rkey,
+			     &wr->bind_mw.bind_info);
+		return 0;
 	default:
 		return EINVAL;
 	}
@@ -180,7 +217,7 @@ static int mbcf_post_one_send(struct mbcf_qp *qp, const struct ibv_send_wr *wr)
 	struct mbcf_send_wqe *e;
 	int i, err;
 
-	if (wr->num_sge < 0)
+	if (wr->num_sge < 0 || !mbcf_sq_op_ok(&qp->vqp.qp, wr->opcode))
 		return EINVAL;
 	e = mbcf_wq_slot(&qp->sq, &err);
 	if (!e)
@@ -209,7 +246,7 @@ int mbcf_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	*bad_wr = NULL;
 	/* Immediate errors of the verbs spec (ibqp->state is kept by
 	 * ibv_modify_qp()). */
-	if (ibqp->qp_type != IBV_QPT_RC || !mbcf_sq_ready(ibqp)) {
+	if (!mbcf_sq_ready(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -389,10 +426,39 @@ static void mbcf_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 		       add, 0);
 }
 
+static void mbcf_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct mbcf_send_wqe *e = mbcf_wr_open(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (e)
+		e->invalidate_rkey = invalidate_rkey;
+}
+
+static void mbcf_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct mbcf_send_wqe *e = mbcf_wr_open(qpx, IBV_WR_LOCAL_INV);
+
+	if (e)
+		e->invalidate_rkey = invalidate_rkey;
+}
+
+static void mbcf_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			    uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	struct mbcf_send_wqe *e = mbcf_wr_open(qpx, IBV_WR_BIND_MW);
+
+	if (e)
+		mbcf_sq_bind(e, mw, rkey, info);
+}
+
 /* The entry the setters fill; a setter before any opcode fails the batch. */
 static struct mbcf_send_wqe *mbcf_wr_cur(struct mbcf_qp *qp)
 {
-	if (!qp->wr_cur && !qp->wr_err)
+	uint32_t op = qp->wr_cur ? qp->wr_cur->opcode : 0;
+
+	/* local operations carry no data */
+	if (!qp->wr_err && (!qp->wr_cur || op == IBV_WR_BIND_MW ||
+			    op == IBV_WR_LOCAL_INV))
 		qp->wr_err = EINVAL;
 	return qp->wr_err ? NULL : qp->wr_cur;
 }
@@ -486,6 +552,9 @@ void mbcf_wr_set_ops(struct mbcf_qp *qp)
 	qpx->wr_send_imm = mbcf_wr_send_imm;
 	qpx->wr_atomic_cmp_swp = mbcf_wr_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = mbcf_wr_atomic_fetch_add;
+	qpx->wr_send_inv = mbcf_wr_send_inv;
+	qpx->wr_local_inv = mbcf_wr_local_inv;
+	qpx->wr_bind_mw = mbcf_wr_bind_mw;
 	qpx->wr_set_sge = mbcf_wr_set_sge;
 	qpx->wr_set_sge_list = mbcf_wr_set_sge_list;
 	qpx->wr_set_inline_data = mbcf_wr_set_inline_data;

@@ -31,6 +31,8 @@ enum mbcf_wc_status {
 	MBCF_WC_LOC_LEN_ERR,		/* receive: message longer than the buffer */
 	MBCF_WC_LOC_PROT_ERR,		/* local buffer rejected read/atomic data */
 	MBCF_WC_WR_FLUSH_ERR,		/* connection went to error first */
+	MBCF_WC_MW_BIND_ERR,		/* a local memory window bind failed */
+	MBCF_WC_LOC_QP_OP_ERR,		/* a local operation failed (invalidate) */
 };
 
 /* Connection state (docs/protocol.md section 8). */
@@ -63,17 +65,30 @@ struct mbcf_payload {
  * same bytes may show through (as in InfiniBand).
  */
 #define MBCF_WR_FENCE		0x80
+/* ... and before every earlier request completed (a local invalidate:
+ * IBA 10.6.5.1, the local invalidate fence). */
+#define MBCF_WR_FENCE_ALL	0x40
+
+/*
+ * mbcf_wr.op of a request carried out locally, with no frame: a memory
+ * window bind or a local invalidate.  Never on the wire.  The core calls
+ * ops->local when its turn comes (every earlier request started, or with
+ * MBCF_WR_FENCE_ALL completed) and completes it in posting order with the
+ * status that returned (docs/protocol.md 4.2).
+ */
+#define MBCF_OP_LOCAL		0xff
 
 /* A requester operation: one verbs send work request. */
 struct mbcf_wr {
 	u64 cookie;		/* opaque to the core (the kernel's wqe) */
 	u8 op;			/* WRITE, WRITE_IMM, READ_REQ, CMP_SWAP, FETCH_ADD,
-				 * SEND, SEND_IMM */
-	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE */
+				 * SEND, SEND_IMM, SEND_INV, MBCF_OP_LOCAL */
+	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE(_ALL) */
 	u32 len;		/* data bytes (8 for atomics, ignored) */
 	u64 raddr;		/* remote va: WRITE*, READ_REQ, atomics */
 	u32 rkey;
-	u32 imm;		/* *_IMM: immediate data (opaque, host order) */
+	u32 imm;		/* *_IMM: immediate data (opaque, host order);
+				 * SEND_INV: the key the responder invalidates */
 	u64 swap_add;		/* CMP_SWAP: swap; FETCH_ADD: add */
 	u64 compare;		/* CMP_SWAP */
 };
@@ -81,6 +96,7 @@ struct mbcf_wr {
 #define MBCF_CQE_RECV		0x01	/* receive side (else requester) */
 #define MBCF_CQE_IMM		0x02	/* imm is valid */
 #define MBCF_CQE_SOLICITED	0x04
+#define MBCF_CQE_INV		0x08	/* SEND_INV: imm is the key invalidated */
 
 struct mbcf_cqe {
 	u64 cookie;		/* requester: wr cookie; receive: claimed recv */
@@ -144,6 +160,12 @@ struct mbcf_ops {
 	void (*timer)(void *env, u64 at);
 	/* The connection entered MBCF_CONN_ERROR (verbs: QP error event). */
 	void (*error)(void *env, u8 wc_status);
+	/* Carry out the MBCF_OP_LOCAL request `cookie` now: an enum
+	 * mbcf_wc_status (its completion's). */
+	int (*local)(void *env, u64 cookie);
+	/* Responder, SEND_INV: invalidate rkey (a memory window bound to this
+	 * connection): MBCF_ST_OK, or MBCF_ST_REMOTE_INVALID_REQUEST. */
+	int (*invalidate)(void *env, u32 rkey);
 };
 
 struct mbcf_conn_cfg {
@@ -163,6 +185,9 @@ struct mbcf_conn_cfg {
 	u64 rto_ns;			/* first retransmit timeout */
 	u64 rto_max_ns;			/* backoff ceiling (0 = 64 * rto_ns) */
 	u64 min_rnr_ns;			/* verbs min_rnr_timer, in ns */
+	bool uc;			/* unreliable connection (verbs UC): no
+					 * acknowledgement, no retransmission;
+					 * a lost frame loses its message (10) */
 };
 
 /* One queued message (requester wr or responder response).  Internal. */
@@ -213,6 +238,7 @@ struct mbcf_conn {
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
 	bool cqe_lost;		/* ops->complete failed: enter ERROR */
+	bool local_failed;	/* a local request failed: start nothing more */
 	bool snd_fixed;		/* our stream's start psn is settled */
 	u8 retry_left, rnr_left;
 	u64 rto_cur;
@@ -233,6 +259,7 @@ struct mbcf_conn {
 	u64 rx_cookie;
 	u32 rx_cap, rx_off;
 	u8 nak_status;		/* we rejected rcv_nxt with this status */
+	bool uc_skip;		/* UC: dropping frames up to the next FIRST */
 
 	struct mbcf_counters ctr;
 };

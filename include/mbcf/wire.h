@@ -36,6 +36,7 @@
  *   ATOMIC_RESP 24 req_psn(4) 28 rsvd(4) 32 orig(8)               = 40
  *   SEND        24 offset(4)                                      = 28
  *   SEND_IMM    24 offset(4) 28 imm(4)                            = 32
+ *   SEND_INV    24 offset(4) 28 inv_rkey(4)                       = 32
  *   ACK LOST STOP GO   (none)                                     = 24
  *
  * va: 64-bit target virtual address of this frame's first data byte.
@@ -43,6 +44,7 @@
  * imm: immediate data, opaque 32 bits delivered to the receive completion.
  * total_len: length of the whole WRITE_IMM message (for byte_len).
  * req_psn: psn of the READ_REQ / atomic request this frame answers.
+ * inv_rkey: the key the responder invalidates when the message completes.
  * rsvd: 0 when sent, ignored when received.
  */
 #ifndef MBCF_WIRE_H
@@ -85,6 +87,7 @@
 #define MBCF_OFF_OFFSET		24	/* READ_RESP, SEND, SEND_IMM */
 #define MBCF_OFF_RESP_PSN	28	/* READ_RESP */
 #define MBCF_OFF_SEND_IMM	28	/* SEND_IMM */
+#define MBCF_OFF_INV_RKEY	28	/* SEND_INV */
 #define MBCF_OFF_OPERAND0	40	/* CMP_SWAP swap, FETCH_ADD add */
 #define MBCF_OFF_OPERAND1	48	/* CMP_SWAP compare */
 #define MBCF_OFF_AT_REQ_PSN	24	/* ATOMIC_RESP */
@@ -94,7 +97,7 @@
  * Opcodes.  1..0x0f are sequenced (they consume a psn in the sender's stream
  * and are delivered in order exactly once); 0x10..0x1f are control frames
  * (not sequenced, may be lost, never retransmitted as such).  Unassigned
- * values are reserved: 0x0a..0x0f for later sequenced operations
+ * values are reserved: 0x0b..0x0f for later sequenced operations
  * (memory-based FIFO, memory-based signal), 0x14..0x1f for control.
  */
 enum mbcf_op {
@@ -107,6 +110,7 @@ enum mbcf_op {
 	MBCF_OP_ATOMIC_RESP	= 0x07,
 	MBCF_OP_SEND		= 0x08,
 	MBCF_OP_SEND_IMM	= 0x09,
+	MBCF_OP_SEND_INV	= 0x0a,	/* SEND, then invalidate inv_rkey */
 	MBCF_OP_ACK		= 0x10,
 	MBCF_OP_LOST		= 0x11,
 	MBCF_OP_STOP		= 0x12,

@@ -52,6 +52,10 @@ struct Env {
 	int64_t recv_write_fail_at = -1;	// recv_write fails past this offset
 	int64_t cq_room = -1;	// completions accepted before complete fails
 				// (-1: no limit)
+	std::map<uint64_t, uint8_t> local_status;	// MBCF_OP_LOCAL cookie -> wc status
+	std::vector<uint64_t> locals_run;	// cookies, in the order carried out
+	std::vector<uint32_t> inv_keys;		// keys SEND_INV may invalidate
+	std::vector<uint32_t> invalidated;	// keys it did
 	int target_writes = 0, atomics = 0, flushes = 0;
 	mbcf_counters dev_ctr{};	// parse drops
 
