@@ -1343,7 +1343,7 @@ static void probe_errored(int sq_broken, int rq_broken, const char *what)
 	expect_no_wc(&A, 0.02, w);
 }
 
-/* B saw nothing: no completion, and its receive buffers are untouched. */
+/* B has no completion left and is in state st (its buffers: regions_check). */
 static void expect_b_quiet(enum ibv_qp_state st, const char *what)
 {
 	expect_no_wc(&B, 0.02, what);
