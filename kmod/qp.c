@@ -128,7 +128,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 		}
 		mbcf_qp_kick(qp);
 	}
-	event = qp->pend & MBCF_QP_PEND_EVENT;
+	event = (qp->pend & MBCF_QP_PEND_EVENT) && !qp->dying;
 	qp->pend &= ~MBCF_QP_PEND_EVENT;
 	spin_unlock_bh(&qp->lock);
 	if (event)

@@ -129,9 +129,7 @@ void mbcf_wr_free(struct mbcf_wq *q)
  * New entries the producer published, [rd, prod): the producer's index is
  * read once and must lie between what we already read and what the ring
  * can hold.  Otherwise the ring is broken (and stays so until a reset) and
- * the QP fails with IB_EVENT_QP_FATAL -- once: every later pass over the
- * broken ring (each doorbell, each flush) must not raise the event again,
- * or a process ringing doorbells would queue one kernel event per call.
+ * the QP fails with IB_EVENT_QP_FATAL.
  */
 static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
 {
@@ -142,13 +140,13 @@ static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
 	prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
 	posted = prod - q->ring.idx;
 	held = q->ring.rd - q->ring.idx;
-	if (likely(posted <= q->ring.mask + 1 && posted >= held)) {
-		*n = posted - held;
-		return 0;
+	if (unlikely(posted > q->ring.mask + 1 || posted < held)) {
+		q->broken = true;
+		qp->pend |= MBCF_QP_PEND_FATAL;
+		return -EPROTO;
 	}
-	q->broken = true;
-	qp->pend |= MBCF_QP_PEND_FATAL;
-	return -EPROTO;
+	*n = posted - held;
+	return 0;
 }
 
 /*

@@ -22,7 +22,9 @@ static void mbcf_free_context(struct ibv_context *ibctx)
 static const struct verbs_context_ops mbcf_ctx_ops = {
 	.alloc_pd = mbcf_verbs_alloc_pd,
 	.create_cq = mbcf_cq_create,
+	.create_cq_ex = mbcf_cq_create_ex,
 	.create_qp = mbcf_qp_create,
+	.create_qp_ex = mbcf_qp_create_ex,
 	.dealloc_pd = mbcf_verbs_dealloc_pd,
 	.dereg_mr = mbcf_verbs_dereg_mr,
 	.destroy_cq = mbcf_cq_destroy,
