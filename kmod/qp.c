@@ -575,6 +575,13 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 	case IB_QPS_RESET:
 		if (qp->conn.state != MBCF_CONN_RESET)
 			mbcf_conn_flush(&qp->conn);
+		/*
+		 * The next RTR starts a connection with zeroed counters
+		 * (mbcf_conn_init): what this one counted stays in the
+		 * device's totals, or rx_frames would outgrow its verdicts.
+		 */
+		mbcf_stats_retire(qp->dev, &qp->conn.ctr);
+		memset(&qp->conn.ctr, 0, sizeof(qp->conn.ctr));
 		mbcf_wr_reset(qp);	/* a reset QP has no requests */
 		mbcf_qp_default_attrs(qp);
 		break;
