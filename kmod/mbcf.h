@@ -246,6 +246,7 @@ void mbcf_umap_free(struct rdma_user_mmap_entry *e);
 int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata);
 int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata);
+int mbcf_cq_resize(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
 		 bool solicited);

@@ -514,6 +514,8 @@ static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
 		a->path_mtu = attr->path_mtu;
 	if (mask & IB_QP_AV) {
 		a->ah_attr = attr->ah_attr;
+		/* a reference the core holds only during modify_qp */
+		a->ah_attr.grh.sgid_attr = NULL;
 		memcpy(qp->dmac, rdma_ah_retrieve_dmac(&attr->ah_attr), ETH_ALEN);
 	}
 	if (mask & IB_QP_DEST_QPN)

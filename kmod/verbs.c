@@ -180,6 +180,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.create_cq = mbcf_cq_create,
 	.destroy_cq = mbcf_cq_destroy,
 	.req_notify_cq = mbcf_cq_req_notify,
+	.resize_cq = mbcf_cq_resize,
 	.create_qp = mbcf_qp_create,
 	.modify_qp = mbcf_qp_modify,
 	.query_qp = mbcf_qp_query,

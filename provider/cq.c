@@ -92,6 +92,37 @@ err_free:
 	return NULL;
 }
 
+/*
+ * ibv_resize_cq: the kernel moves the completions not yet polled to a new
+ * ring (our consumer index in the old one is final: pollers are held off
+ * by the lock) and marks the old ring dead; we switch to the new mapping.
+ */
+int mbcf_cq_resize(struct ibv_cq *ibcq, int cqe)
+{
+	struct mbcf_resize_cq_resp_full resp = {};
+	struct mbcf_cq *cq = to_mcq(ibcq);
+	struct ibv_resize_cq cmd = {};
+	void *map = NULL;
+	int ret;
+
+	pthread_spin_lock(&cq->lock);
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (!ret)
+		ret = mbcf_ring_map(ibcq->context, &resp.drv.ring, MBCF_CQE_SIZE,
+				    &map);
+	if (!ret) {
+		munmap(cq->map, cq->map_len);
+		mbcf_ring_init(&cq->ring, map, resp.drv.ring.num_entries,
+			       resp.drv.ring.stride, 0);
+		cq->ring.idx = mbcf_ring_load(mbcf_ring_cons(&cq->ring));
+		cq->map = map;
+		cq->map_len = resp.drv.ring.mmap_len;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
 int mbcf_cq_destroy(struct ibv_cq *ibcq)
 {
 	struct mbcf_cq *cq = to_mcq(ibcq);

@@ -42,6 +42,7 @@ static const struct verbs_context_ops mbcf_ctx_ops = {
 	.query_qp = mbcf_qp_query,
 	.reg_mr = mbcf_verbs_reg_mr,
 	.req_notify_cq = mbcf_cq_req_notify,
+	.resize_cq = mbcf_cq_resize,
 };
 
 static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,

@@ -106,6 +106,15 @@ static_assert(offsetof(struct mbcf_create_cq_ex_resp_full, drv) ==
 	      sizeof(struct ib_uverbs_ex_create_cq_resp),
 	      "driver data must follow the core response");
 
+/* RESIZE_CQ response: the core response, then struct mbcf_resize_cq_resp. */
+struct mbcf_resize_cq_resp_full {
+	struct ib_uverbs_resize_cq_resp ibv_resp;
+	struct mbcf_resize_cq_resp drv;
+};
+static_assert(offsetof(struct mbcf_resize_cq_resp_full, drv) ==
+	      sizeof(struct ib_uverbs_resize_cq_resp),
+	      "driver data must follow the core response");
+
 /*
  * CREATE_QP response: the core response, then struct mbcf_create_qp_resp.
  * Only drv is meaningful after ibv_cmd_create_qp(): on the ioctl path the
@@ -176,6 +185,7 @@ struct ibv_cq_ex *mbcf_cq_create_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr);
 void mbcf_cq_set_ex_ops(struct ibv_cq_ex *cqx);
 int mbcf_cq_destroy(struct ibv_cq *cq);
+int mbcf_cq_resize(struct ibv_cq *cq, int cqe);
 int mbcf_cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int mbcf_cq_req_notify(struct ibv_cq *cq, int solicited_only);
 

@@ -331,7 +331,7 @@ u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr);
 /* Data bytes one frame of op can carry at this MTU. */
 u32 mbcf_codec_max_payload(u32 mtu, u8 op);
 
-/* conn.c: sections 4 to 8 and 11 */
+/* conn.c: sections 4 to 8, 10 and 13 */
 /* RESET -> RTS: the receive side works at once (verbs RTR). */
 int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 		   const struct mbcf_ops *ops, void *env,

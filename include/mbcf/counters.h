@@ -13,7 +13,7 @@
  *               + every drop_* + remote_errors
  * rx_frames is counted by the environment as a frame enters its receive
  * path (the core never sees frames that fail before parsing); every other
- * receive-side counter is one frame's verdict (docs/protocol.md 12).
+ * receive-side counter is one frame's verdict (docs/protocol.md 14).
  */
 #ifndef MBCF_COUNTERS_H
 #define MBCF_COUNTERS_H

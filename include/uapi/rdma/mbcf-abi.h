@@ -98,6 +98,14 @@ struct mbcf_create_cq_resp {
 	struct mbcf_ring_info ring;
 };
 
+/*
+ * ibv_resize_cq: a new ring, holding the completions not yet polled at its
+ * start (prod = their number, cons = 0).  The old ring is marked dead.
+ */
+struct mbcf_resize_cq_resp {
+	struct mbcf_ring_info ring;
+};
+
 /* A scatter/gather element, as in struct ibv_sge. */
 struct mbcf_sge {
 	__aligned_u64 addr;
