@@ -499,17 +499,30 @@ static u64 mbcf_qp_rto_ns(u8 timeout)
 	return 4096ull << min_t(u8, timeout, 31);
 }
 
-static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
-			      int mask)
+/* All or nothing: nothing of a modify_qp is applied unless all of it is valid. */
+static int mbcf_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_PKEY_INDEX && attr->pkey_index) ||
+	    (mask & IB_QP_PORT && attr->port_num != 1) ||
+	    (mask & IB_QP_MAX_DEST_RD_ATOMIC &&
+	     attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MAX_QP_RD_ATOMIC &&
+	     attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IB_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IB_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IB_QP_RNR_RETRY && attr->rnr_retry > 7))
+		return -EINVAL;
+	return 0;
+}
+
+static void mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
 {
 	struct ib_qp_attr *a = &qp->attr;
 
 	if (mask & IB_QP_ACCESS_FLAGS)
 		a->qp_access_flags = attr->qp_access_flags;
-	if (mask & IB_QP_PKEY_INDEX && attr->pkey_index)
-		return -EINVAL;
-	if (mask & IB_QP_PORT && attr->port_num != 1)
-		return -EINVAL;
 	if (mask & IB_QP_PATH_MTU)
 		a->path_mtu = attr->path_mtu;
 	if (mask & IB_QP_AV) {
@@ -524,25 +537,18 @@ static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
 		a->rq_psn = attr->rq_psn & MBCF_PSN_MASK;
 	if (mask & IB_QP_SQ_PSN)
 		a->sq_psn = attr->sq_psn & MBCF_PSN_MASK;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		if (attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	}
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		if (attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
 		a->max_rd_atomic = attr->max_rd_atomic;
-	}
 	if (mask & IB_QP_MIN_RNR_TIMER)
-		a->min_rnr_timer = attr->min_rnr_timer & 31;
+		a->min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IB_QP_TIMEOUT)
 		a->timeout = attr->timeout;
 	if (mask & IB_QP_RETRY_CNT)
-		a->retry_cnt = min_t(u8, attr->retry_cnt, 7);
+		a->retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
-		a->rnr_retry = min_t(u8, attr->rnr_retry, 7);
-	return 0;
+		a->rnr_retry = attr->rnr_retry;
 }
 
 /* The core's view of the connection, from the verbs attributes. */
@@ -618,6 +624,8 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	enum ib_qp_state cur, next;
+	struct ib_qp_attr saved;
+	u8 saved_dmac[ETH_ALEN];
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -636,11 +644,19 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		goto out;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && cur != IB_QPS_INIT)
 		goto out;	/* the responder ring is sized at RTR */
-	err = mbcf_qp_save_attrs(qp, attr, mask);
+	err = mbcf_qp_check_attrs(attr, mask);
 	if (err)
 		goto out;
+	saved = qp->attr;
+	memcpy(saved_dmac, qp->dmac, ETH_ALEN);
+	mbcf_qp_save_attrs(qp, attr, mask);
 	if (next != cur || next == IB_QPS_RESET)
 		err = mbcf_qp_transition(qp, next);
+	if (err) {	/* the transition refused: nothing changes */
+		qp->attr = saved;
+		qp->dest_qpn = saved.dest_qp_num;
+		memcpy(qp->dmac, saved_dmac, ETH_ALEN);
+	}
 	if (!err)
 		mbcf_qp_settle(qp, mbcf_proto_now());
 out:
