@@ -36,7 +36,7 @@
 #include "mbcf/ring.h"
 
 #define MBCF_DRV_NAME		"mbcf"
-#define MBCF_FW_VERSION		"0.1.0"
+#define MBCF_FW_VERSION		MBCF_VERSION	/* mbcf-version.h, see Kbuild */
 
 /* Limits reported by query_device; verbs.c enforces each of them. */
 #define MBCF_MAX_QP		4096
