@@ -298,7 +298,9 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		c->nak_status = (u8)st;
 		c->ctr.remote_errors++;
 		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
-		mbcf_conn_enter_error(c, false, 0, mbcf_conn_wc_from_status((u8)st));
+		/* the error is the peer's: none of our own requests failed,
+		 * they are flushed (section 8.2) */
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	}
 }
 

@@ -531,6 +531,22 @@ TEST_F(Pair, AccessViolationNaksAndErrorsBothSides)
 	EXPECT_EQ(b.errors, 1);
 }
 
+// A responder that NAKs its peer's request fails none of its own requests:
+// they are flushed (8.2); the error is the peer's (found by tests/vm/wire.sh).
+TEST_F(Pair, RespondersNakFlushesItsOwnRequests)
+{
+	uint64_t mine = post(b, MBCF_OP_READ_REQ, 64);	// b's own read
+	b.out.clear();		// never answered
+	post(a, MBCF_OP_WRITE, 10, 0x90000, 0x99);	// read-only at b: NAKed
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	ASSERT_EQ(b.cqes.size(), 1u);
+	EXPECT_EQ(b.cqes[0].cookie, mine);
+	EXPECT_EQ(b.cqes[0].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 // A receive buffer the responder may not write fails that receive with
 // LOC_PROT_ERR and the requester's send with REM_OP_ERR (verbs); both QPs
 // end in error and every frame is accounted for.
