@@ -62,7 +62,8 @@ static bool conn_pow2(u32 n)
 static int conn_check(const struct mbcf_conn_cfg *cfg, const struct mbcf_ops *ops,
 		      u32 req_size, u32 resp_size)
 {
-	if (!ops->xmit || !ops->target_write || !ops->target_check_read ||
+	if (!ops->xmit || !ops->target_write || !ops->target_check_write ||
+	    !ops->target_check_read ||
 	    !ops->target_atomic || !ops->recv_claim || !ops->recv_write ||
 	    !ops->resp_data || !ops->complete || !ops->timer || !ops->error)
 		return MBCF_POST_INVAL;

@@ -101,6 +101,14 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 		if (st)
 			return st;
 	}
+	/* in pieces, each is written on its own: the whole range is checked
+	 * first, or a frame crossing the end of its region would leave its
+	 * first pieces behind (section 9) */
+	if (f->paylen && !f->payload) {
+		st = c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen);
+		if (st)
+			return st;
+	}
 	for (k = 0, off = 0; f->paylen && recv_piece(f, k, &p, &n);
 	     k++, off += n) {
 		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);

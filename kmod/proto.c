@@ -73,6 +73,18 @@ static int mbcf_proto_target_write(void *env, u32 rkey, u64 va, const u8 *src,
 						 src, len, IB_ACCESS_REMOTE_WRITE));
 }
 
+static int mbcf_proto_target_check_write(void *env, u32 rkey, u64 va, u32 len)
+{
+	struct mbcf_qp *qp = mbcf_proto_qp(env);
+
+	if (!mbcf_proto_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
+		return MBCF_ST_REMOTE_ACCESS_ERROR;
+	/* as mbcf_mr_copy_in(): pages pinned without write access never are */
+	return mbcf_proto_status(mbcf_mr_check(qp->dev, qp->ibqp.pd, rkey, va, len,
+					       IB_ACCESS_REMOTE_WRITE |
+					       IB_ACCESS_LOCAL_WRITE));
+}
+
 static int mbcf_proto_target_check_read(void *env, u32 rkey, u64 va, u32 len)
 {
 	struct mbcf_qp *qp = mbcf_proto_qp(env);
@@ -139,6 +151,7 @@ static void mbcf_proto_error(void *env, u8 wc_status)
 const struct mbcf_ops mbcf_proto_ops = {
 	.xmit = mbcf_proto_xmit,
 	.target_write = mbcf_proto_target_write,
+	.target_check_write = mbcf_proto_target_check_write,
 	.target_check_read = mbcf_proto_target_check_read,
 	.target_atomic = mbcf_proto_target_atomic,
 	.recv_claim = mbcf_proto_recv_claim,

@@ -52,7 +52,7 @@ void b_timer(void *, u64) {}
 void b_error(void *, u8) {}
 
 const mbcf_ops kOps = {
-	b_xmit, nullptr, b_write, b_check, b_atomic, b_claim, b_rwrite,
+	b_xmit, nullptr, b_write, b_check, b_check, b_atomic, b_claim, b_rwrite,
 	b_resp, b_complete, b_timer, b_error,
 };
 

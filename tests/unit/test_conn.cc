@@ -547,6 +547,26 @@ TEST_F(Pair, RespondersNakFlushesItsOwnRequests)
 	EXPECT_EQ(rx_unaccounted(b), 0);
 }
 
+// A write frame whose payload comes in pieces (a non-linear skb) is checked
+// whole before a byte is written (section 9): one crossing the end of its
+// region leaves nothing behind, not its first pieces (tests/vm/wire.sh).
+TEST_F(Pair, RejectedWriteInPiecesWritesNothing)
+{
+	const uint32_t size = 1 << 16;
+	uint8_t *t = b.target(kRkey, kBase);
+	std::vector<uint8_t> zero(100, 0);
+
+	post(a, MBCF_OP_WRITE, 1000, kBase + size - 100);
+	ASSERT_EQ(a.out.size(), 1u);
+	deliver_split(b, a.out.front(), now);	// pieces of 1, 499, 500 bytes
+	a.out.pop_front();
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.remote_errors, 1u);
+	EXPECT_EQ(b.target_writes, 0);
+	EXPECT_EQ(memcmp(t + size - 100, zero.data(), 100), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 // A receive buffer the responder may not write fails that receive with
 // LOC_PROT_ERR and the requester's send with REM_OP_ERR (verbs); both QPs
 // end in error and every frame is accounted for.
