@@ -565,6 +565,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 
 static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 {
+	struct mbcf_counters ctr;
 	struct mbcf_conn_cfg cfg;
 	int err;
 
@@ -578,11 +579,18 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 	case IB_QPS_INIT:
 		break;
 	case IB_QPS_RTR:
-		/* The receive side starts now; the send side at RTS. */
+		/*
+		 * The receive side starts now; the send side at RTS.  The
+		 * counters are the QP's, not the connection's: they survive a
+		 * reset, or the device totals would go back and rx_frames
+		 * (counted per device) would exceed the sum of the verdicts.
+		 */
+		ctr = qp->conn.ctr;
 		mbcf_qp_conn_cfg(qp, &cfg);
 		err = mbcf_conn_init(&qp->conn, &cfg, &mbcf_proto_ops, qp,
 				     qp->req_msgs, qp->sq.ring.mask + 1,
 				     qp->resp_msgs, qp->resp_size);
+		qp->conn.ctr = ctr;
 		if (err)
 			return -EINVAL;
 		break;
