@@ -1888,7 +1888,6 @@ static void post_own_request(struct aqp *q)
 	struct ibv_sge sg;
 	struct ibv_send_wr wr = { .sg_list = &sg, .num_sge = 1,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	bool ro = pct(8);
 
 	memset(r, 0, sizeof(*r));
 	r->wr_id = next_wr_id(q);
@@ -1897,13 +1896,8 @@ static void post_own_request(struct aqp *q)
 	r->rkey = (uint32_t)rnd();
 	r->len = r->op == OP_READ_REQ ? (pct(10) ? 0 : range(1, RCAP_MAX)) : 8;
 	r->laddr = arena_va(qarea(q->idx) + (r->op == OP_READ_REQ ? QA_READ : QA_ATOMIC));
+	/* (into memory it may not write: refused at post, verbs_errors.c) */
 	r->lkey = mrs[M_AREA].key;
-	if (ro) {	/* into memory it may not write: LOC_PROT_ERR when the data comes */
-		r->laddr = arena_va(mrs[M_R].off + 8);
-		r->lkey = mrs[M_R].key;
-		if (r->len > mrs[M_R].len - 8)
-			r->len = (uint32_t)mrs[M_R].len - 8;
-	}
 	r->status = IBV_WC_SUCCESS;
 	r->kill = pct(25);
 	r->kill_st = (uint8_t)range(1, 3);
