@@ -94,7 +94,7 @@
 static uint64_t opt_seed;
 static uint64_t opt_frames = 1000000;
 static int opt_qps = 8;
-static int opt_batch = 400;
+static int opt_batch = 1000;
 static int opt_check_every = 16;
 static bool opt_flood = true;
 static int opt_verbose;
@@ -3887,121 +3887,139 @@ static void check_counters(const char *when)
 	}
 }
 
-/* ---- resets under fire: a flood from the other CPU --------------------------------- */
+/* ---- a flood from the other CPU, all the time -------------------------------------- */
 
 /*
- * While a QP goes RESET -> INIT -> RTR -> RTS, a thread on the other CPU
- * floods frames whose verdict no QP state can change: codec faults, frames
- * from third MACs (also to the QP being reset), unknown QP numbers.
+ * While the main thread attacks from CPU 0 (and resets QPs), a thread on
+ * CPU 1 floods frames whose verdict no QP state can change: codec faults,
+ * frames from third MACs to the attack QPs, the sync QP and the honest
+ * responder, unknown QP numbers.  So every QP, also one being reset
+ * (RESET -> INIT -> RTR -> RTS), takes frames on both CPUs at once.  It
+ * pauses for counter checkpoints: a sync probe sent from CPU 1 comes back
+ * after every frame it queued there.
  */
+#define FLOOD_BURST	32
+
 static struct {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int fd;
-	bool on, busy, quit;
-	uint32_t qpn, fqpn;	/* the QP being reset */
-	uint64_t pred[NCTR];	/* its frames' verdicts on mbcf0 */
+	bool run, busy, quit;
+	uint32_t qpns[64];	/* QP numbers on mbcf0 it aims at */
+	int nqpn;
+	uint64_t pred[NCTR];	/* its frames' verdicts on mbcf0, not yet added */
 	uint64_t frames;
-	uint8_t buf[QMAX][256];
+	uint8_t buf[FLOOD_BURST][256];
 	uint8_t pay[256];
-	struct mmsghdr mh[QMAX];
-	struct iovec iov[QMAX];
+	struct mmsghdr mh[FLOOD_BURST];
+	struct iovec iov[FLOOD_BURST];
 } fl;
 
-static bool flood_cpu_ok;
-
 /* One state-independent frame at b (Ethernet header included); its verdict. */
-static int flood_frame(uint8_t *b, size_t *len, uint32_t qpn, uint32_t fqpn)
+static int flood_frame(uint8_t *b, size_t *len)
 {
-	struct wf f = { .ver = 1, .op = OP_WRITE, .flags = FL_SEG, .dst = qpn, .src = fqpn,
-			.psn = (uint32_t)rnd() & PSN_MASK, .ack = (uint32_t)rnd() & PSN_MASK,
-			.va = arena_va(mrs[M_W].off), .rkey = mrs[M_W].key, .pay = fl.pay };
+	uint32_t qpn = fl.qpns[below((uint32_t)fl.nqpn)];
+	struct wf f = { .ver = 1, .op = OP_WRITE, .flags = FL_SEG, .dst = qpn,
+			.src = (uint32_t)rnd() & PSN_MASK, .psn = (uint32_t)rnd() & PSN_MASK,
+			.ack = (uint32_t)rnd() & PSN_MASK, .va = arena_va(mrs[M_W].off),
+			.rkey = mrs[M_W].key, .pay = fl.pay };
 	uint8_t *m = b + 14;
+	struct wf g;
 	size_t n;
 	int v;
 
 	memcpy(b, veth0_mac, 6);
 	memcpy(b + 6, PEER_MAC, 6);
 	put16(b + 12, ETH_P_MBCF);
-	f.paylen = (uint16_t)range(0, 150);
+	f.op = pct(50) ? OP_WRITE : random_op();
+	f.flags = opinfo[f.op].flags & FL_SEG;
+	f.paylen = opinfo[f.op].data ? (uint16_t)range(0, 150) : 0;
 	n = wf_encode(m, &f);
 	switch (below(6)) {
-	case 0:		/* a third MAC: wrong_qp whatever the QP's state */
+	case 0:
+	case 1:		/* a third MAC: wrong_qp whatever the QP's state */
 		third_mac(b + 6);
 		break;
-	case 1:
-		put32(m + 4, range(0x800000, 0xefffff));
-		break;
 	case 2:
-		n = below(MB_HDR);
+		put32(m + 4, range(0x800000, 0xefffff));	/* nobody's QP */
 		break;
 	case 3:
-		m[0] = (uint8_t)range(2, 255);
+		n = below(MB_HDR);
 		break;
 	case 4:
-		m[1] = unassigned_op();
+		m[pct(50) ? 0 : 1] = pct(50) ? (uint8_t)range(2, 255) : unassigned_op();
 		break;
 	default:
-		put16(m + 22, (uint16_t)range(1, 0xffff));
+		put16(m + 22, (uint16_t)range(1, 0xffff));	/* reserved */
 		break;
 	}
 	*len = 14 + n;
-	{
-		struct wf g;
+	v = wf_parse(m, n, &g);
+	/* a valid frame here comes from a third MAC or to nobody's QP */
+	return v == C_OK ? C_WQP : v;
+}
 
-		v = wf_parse(m, n, &g);
+static void flood_burst(void)
+{
+	size_t len;
+	int i, r, v;
+
+	for (i = 0; i < FLOOD_BURST; i++) {
+		v = flood_frame(fl.buf[i], &len);
+		fl.iov[i] = (struct iovec){ fl.buf[i], len };
+		fl.mh[i].msg_hdr.msg_iov = &fl.iov[i];
+		fl.mh[i].msg_hdr.msg_iovlen = 1;
+		fl.pred[C_RX]++;
+		fl.pred[v]++;
 	}
-	if (v == C_OK)		/* state independent only when it is not ours */
-		v = C_WQP;
-	return v;
+	for (i = 0; i < FLOOD_BURST; i += r) {
+		r = sendmmsg(fl.fd, fl.mh + i, (unsigned int)(FLOOD_BURST - i), 0);
+		if (r < 0) {
+			if (errno != EINTR && errno != ENOBUFS && errno != EAGAIN)
+				die("flood sendmmsg");
+			r = 0;
+		}
+	}
 }
 
 static void *flood_main(void *arg)
 {
 	cpu_set_t cpus;
-	size_t len;
-	int i, n, v;
 
 	(void)arg;
 	CPU_ZERO(&cpus);
 	CPU_SET(1, &cpus);
-	flood_cpu_ok = !pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus))
+		die("flood: pin to CPU 1");
 	rs = &rs_flood;
 	pthread_mutex_lock(&fl.mu);
 	for (;;) {
-		while (!fl.on && !fl.quit)
+		while (!fl.run && !fl.quit)
 			pthread_cond_wait(&fl.cv, &fl.mu);
 		if (fl.quit)
 			break;
 		fl.busy = true;
 		pthread_mutex_unlock(&fl.mu);
-		n = (int)range(8, 32);
-		for (i = 0; i < n; i++) {
-			v = flood_frame(fl.buf[i], &len, fl.qpn, fl.fqpn);
-			fl.iov[i] = (struct iovec){ fl.buf[i], len };
-			fl.mh[i].msg_hdr.msg_iov = &fl.iov[i];
-			fl.mh[i].msg_hdr.msg_iovlen = 1;
-			fl.pred[C_RX]++;
-			fl.pred[v]++;
-		}
-		for (i = 0; i < n; i += v) {
-			v = sendmmsg(fl.fd, fl.mh + i, (unsigned int)(n - i), 0);
-			if (v < 0) {
-				if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN) {
-					v = 0;
-					continue;
-				}
-				die("flood sendmmsg");
-			}
-		}
+		flood_burst();
+		usleep(200);	/* leave CPU 1 to the honest traffic too */
 		pthread_mutex_lock(&fl.mu);
-		fl.frames += (uint64_t)n;
+		fl.frames += FLOOD_BURST;
 		fl.busy = false;
 		pthread_cond_broadcast(&fl.cv);
 	}
 	pthread_mutex_unlock(&fl.mu);
 	return NULL;
+}
+
+static void flood_resume(void)
+{
+	if (!opt_flood)
+		return;
+	pthread_mutex_lock(&fl.mu);
+	fl.run = true;
+	pthread_cond_broadcast(&fl.cv);
+	pthread_mutex_unlock(&fl.mu);
 }
 
 static void pin_cpu(int cpu)
@@ -4014,30 +4032,28 @@ static void pin_cpu(int cpu)
 		die("sched_setaffinity %d", cpu);
 }
 
-static void flood_start(const struct aqp *q)
+static uint64_t flood_frames(void)
 {
-	if (!opt_flood)
-		return;
+	uint64_t n;
+
 	pthread_mutex_lock(&fl.mu);
-	fl.qpn = q->qpn;
-	fl.fqpn = q->fqpn;
-	fl.on = true;
-	pthread_cond_broadcast(&fl.cv);
+	n = fl.frames;
 	pthread_mutex_unlock(&fl.mu);
+	return n;
 }
 
 /*
- * Stop the flood and account for it: its frames went through the other
- * CPU's backlog, so a sync probe sent from that CPU comes back after them.
+ * Pause the flood and account for it: its frames went through CPU 1's
+ * backlog, so a sync probe sent from that CPU comes back after them.
  */
-static void flood_stop(void)
+static void flood_pause(void)
 {
 	int i;
 
 	if (!opt_flood)
 		return;
 	pthread_mutex_lock(&fl.mu);
-	fl.on = false;
+	fl.run = false;
 	while (fl.busy)
 		pthread_cond_wait(&fl.cv, &fl.mu);
 	for (i = 0; i < NCTR; i++) {
@@ -4050,7 +4066,34 @@ static void flood_stop(void)
 	pin_cpu(0);
 }
 
-/* Frames at a QP between the steps of its reconnection (after a sync). */
+static void flood_setup(void)
+{
+	int i;
+
+	pthread_mutex_init(&fl.mu, NULL);
+	pthread_cond_init(&fl.cv, NULL);
+	for (i = 0; i < naqp; i++)
+		fl.qpns[fl.nqpn++] = aqps[i].qpn;
+	fl.qpns[fl.nqpn++] = hq0.qpn;
+	if (opt_flood && pthread_create(&fl.th, NULL, flood_main, NULL))
+		die("pthread_create");
+}
+
+static void flood_quit(void)
+{
+	if (!opt_flood)
+		return;
+	flood_pause();
+	pthread_mutex_lock(&fl.mu);
+	fl.quit = true;
+	pthread_cond_broadcast(&fl.cv);
+	pthread_mutex_unlock(&fl.mu);
+	pthread_join(fl.th, NULL);
+}
+
+/* ---- resets: all QPs that need one, step by step, frames at every step -------------- */
+
+/* Frames at a QP between the steps of its reconnection. */
 static void fire_at(struct aqp *q, int n)
 {
 	int i;
@@ -4071,7 +4114,6 @@ static void fire_at(struct aqp *q, int n)
 			break;
 		}
 	}
-	sync_all();
 }
 
 /*
@@ -4098,69 +4140,103 @@ static void fire_rtr(struct aqp *q)
 		f.len = range(0, 3000);
 		send_wf(q, &f);
 	}
-	sync_all();
 }
 
-/* Error (ours or the core's), then RESET -> INIT -> RTR -> RTS, new psns. */
-static void reset_qp(struct aqp *q, bool under_fire)
+static struct aqp *resetting[64];
+static int nresetting;
+static uint64_t resets_under_fire;
+
+/* One step of the ladder for every QP being reset; false: give up on it. */
+static bool ladder_step(struct aqp *q, int step)
 {
 	uint32_t sq;
 
-	if (conn_live(q)) {
-		if (aqp_to_state(q, IBV_QPS_ERR, "ERR"))
-			goto broken;
-		enter_error(q, ERR_USER, 0, 0);
+	switch (step) {
+	case 0:
+		if (aqp_to_state(q, IBV_QPS_RESET, "RESET"))
+			return false;
+		q->st = Q_RESET;
+		aqp_clear_oracle(q);
+		return true;
+	case 1:
+		if (pct(20) && q->idx > 2)
+			q->access = (int)(LW | ((uint32_t)rnd() & (RW | RR | RA)));
+		if (aqp_to_init(q))
+			return false;
+		q->st = Q_INIT;
+		return true;
+	case 2:
+		q->gen = (q->gen + 1) & 0xff;
+		q->fqpn = 0xF00000u | (uint32_t)q->idx << 8 | (uint32_t)q->gen;
+		q->exp = start_psn();
+		if (aqp_to_rtr(q))
+			return false;
+		aqp_rtr_state(q);
+		return true;
+	default:
+		if (q->st != Q_RTR)	/* it failed in RTR: the next batch resets it */
+			return true;
+		sq = start_psn();
+		if (aqp_to_rts(q, sq))
+			return false;
+		aqp_rts_state(q, sq);
+		q->resets++;
+		return true;
 	}
-	aqp_check_cq(q);
-	flood_start(q);
-	if (aqp_to_state(q, IBV_QPS_RESET, "RESET"))
-		goto broken;
-	q->st = Q_RESET;
-	aqp_clear_oracle(q);
-	if (under_fire)
-		fire_at(q, (int)range(2, 12));
-	if (pct(20) && !q->sync && q->idx > 2)
-		q->access = (int)(LW | ((uint32_t)rnd() & (RW | RR | RA)));
-	if (aqp_to_init(q))
-		goto broken;
-	q->st = Q_INIT;
-	if (under_fire)
-		fire_at(q, (int)range(2, 12));
-	q->gen = (q->gen + 1) & 0xff;
-	q->fqpn = 0xF00000u | (uint32_t)q->idx << 8 | (uint32_t)q->gen;
-	q->exp = start_psn();
-	sq = start_psn();
-	if (aqp_to_rtr(q))
-		goto broken;
-	aqp_rtr_state(q);
-	if (under_fire)
-		fire_rtr(q);
-	if (q->st != Q_RTR) {		/* it failed in RTR: next batch resets it */
-		flood_stop();
-		return;
+}
+
+/*
+ * Error (ours or the core's), then RESET -> INIT -> RTR -> RTS with new
+ * psns and a new peer QP number, for every QP in resetting[]: between the
+ * steps (under fire) frames to them, then one sync for all.
+ */
+static void reset_all(bool under_fire)
+{
+	int i, step;
+
+	for (i = 0; i < nresetting; i++) {
+		struct aqp *q = resetting[i];
+
+		if (conn_live(q)) {
+			if (aqp_to_state(q, IBV_QPS_ERR, "ERR")) {
+				desync = true;
+				return;
+			}
+			enter_error(q, ERR_USER, 0, 0);
+		}
+		aqp_check_cq(q);
 	}
-	if (aqp_to_rts(q, sq))
-		goto broken;
-	aqp_rts_state(q, sq);
-	flood_stop();
-	q->resets++;
-	return;
-broken:
-	flood_stop();
-	desync = true;
+	for (step = 0; step < 4 && !desync; step++) {
+		for (i = 0; i < nresetting; i++)
+			if (!ladder_step(resetting[i], step))
+				desync = true;
+		if (!under_fire || step == 3)
+			continue;
+		for (i = 0; i < nresetting; i++) {
+			if (step < 2)
+				fire_at(resetting[i], (int)range(2, 12));
+			else
+				fire_rtr(resetting[i]);
+		}
+		sync_all();
+	}
+	if (under_fire)
+		resets_under_fire += (uint64_t)nresetting;
+	nresetting = 0;
 }
 
 /* ---- one batch ------------------------------------------------------------------ */
 
 static uint64_t batches, hostile_ops;
 static bool kind_on[16];
+static bool hostile_due[64];
 static const char *const kind_names[] = {
 	"write", "write_imm", "send", "read", "atomic", "codec", "wrong", "seq",
 	"ctl", "ackgarb", "resp", "pad", "hostile", "own", "honest", NULL,
 };
 
 /* Weights of the actions 0..12 of kind_names (own and honest: elsewhere). */
-static const uint8_t weight[13] = { 24, 4, 7, 5, 5, 22, 8, 7, 6, 3, 2, 3, 4 };
+static const uint8_t weight[13] = { 26, 4, 8, 6, 5, 18, 7, 7, 6, 3, 2, 3, 1 };
 
 static uint32_t weight_of(int k)
 {
@@ -4188,7 +4264,7 @@ static void act(struct aqp *q)
 		}
 		return;
 	}
-	if (q->req.on && q->req.started && kind_on[13] && pct(10)) {
+	if (q->req.on && q->req.started && kind_on[13] && pct(3)) {
 		own_answer(q);
 		return;
 	}
@@ -4230,6 +4306,8 @@ static void batch_begin(void)
 	for (i = 0; i < naqp; i++) {
 		aqps[i].exp0 = aqps[i].exp;
 		aqps[i].probed = false;
+		/* most QPs end the batch with an operation that must be NAKed */
+		hostile_due[i] = !aqps[i].sync && kind_on[12] && pct(70);
 	}
 }
 
@@ -4261,12 +4339,11 @@ static void batch_between(void)
 	struct wf f;
 	int i, want;
 
-	for (i = 0; i < opt_qps && !desync; i++) {
-		struct aqp *q = &aqps[i];
-
-		if (q->st == Q_CERR || (q->st == Q_RTS && pct(2)))
-			reset_qp(q, pct(30));
-	}
+	for (i = 0; i < opt_qps; i++)
+		if (aqps[i].st == Q_CERR || (aqps[i].st == Q_RTS && pct(2)))
+			resetting[nresetting++] = &aqps[i];
+	if (nresetting)
+		reset_all(pct(30));
 	for (i = 0; i < opt_qps && !desync; i++) {
 		struct aqp *q = &aqps[i];
 
@@ -4289,14 +4366,38 @@ static void batch_between(void)
 		aqp_check_cq(&aqps[i]);
 }
 
+/* The honest pair moves on: completions checked, new requests posted. */
+static void honest_turn(void)
+{
+	rs = &rs_honest;
+	honest_step();
+	rs = &rs_attack;
+}
+
 static void batch(void)
 {
-	uint64_t start = frames_sent();
+	uint64_t start = frames_sent(), n, next_honest = (uint64_t)opt_batch / 3;
 	int i;
 
 	batch_begin();
-	while (!desync && frames_sent() - start < (uint64_t)opt_batch) {
-		if (kind_on[14] && pct(5)) {
+	for (;;) {
+		n = frames_sent() - start;
+		if (desync || n >= (uint64_t)opt_batch)
+			break;
+		if (n >= next_honest) {
+			honest_turn();
+			next_honest += (uint64_t)opt_batch / 3;
+		}
+		if (n >= (uint64_t)opt_batch * 9 / 10) {	/* the batch's last tenth */
+			for (i = 0; i < opt_qps; i++) {
+				if (hostile_due[i] && conn_live(&aqps[i])) {
+					hostile_ops++;
+					gen_hostile(&aqps[i]);
+				}
+				hostile_due[i] = false;
+			}
+		}
+		if (kind_on[14] && pct(4)) {
 			gen_honest();
 			continue;
 		}
@@ -4308,12 +4409,13 @@ static void batch(void)
 	batch_end();
 	if (!desync)
 		batch_between();
-	rs = &rs_honest;
-	honest_step();
-	rs = &rs_attack;
+	honest_turn();
 	batches++;
-	if (batches % (uint64_t)opt_check_every == 0)
+	if (batches % (uint64_t)opt_check_every == 0) {
+		flood_pause();
 		check_counters("at a checkpoint");
+		flood_resume();
+	}
 }
 
 /* ---- setup, teardown, report --------------------------------------------------------- */
@@ -4500,8 +4602,8 @@ static void parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	uint64_t total, resets = 0;
 	double t0, t;
-	uint64_t total;
 	int i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -4528,10 +4630,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < naqp; i++)
 		aqp_create(&aqps[i], i, i == opt_qps);
 	syncq = &aqps[opt_qps];
-	pthread_mutex_init(&fl.mu, NULL);
-	pthread_cond_init(&fl.cv, NULL);
-	if (opt_flood && pthread_create(&fl.th, NULL, flood_main, NULL))
-		die("pthread_create");
+	flood_setup();
 	printf("mtu %u, %d attack QPs, sync QP %u, honest QPs %u (mbcf0) <- %u (mbcf1), "
 	       "veth0 %02x:..:%02x veth1 %02x:..:%02x\n", mtu, opt_qps, syncq->qpn,
 	       hq0.qpn, hq1.qpn, veth0_mac[0], veth0_mac[5], veth1_mac[0], veth1_mac[5]);
@@ -4539,30 +4638,30 @@ int main(int argc, char **argv)
 	sync_all();
 	batch_between();
 	t0 = now_s();
-	while (!desync && frames_sent() + fl.frames < opt_frames)
+	flood_resume();
+	while (!desync && frames_sent() + flood_frames() < opt_frames)
 		batch();
+	flood_quit();
 	t = now_s() - t0;
 	total = frames_sent() + fl.frames;
-	printf("attack: %llu frames in %.1f s (%.0f frames/s; sendmmsg busy %.1f s), "
-	       "%llu batches, %llu hostile operations, %llu non-linear frames, "
-	       "%llu flood frames, %llu replies (%llu duplicates, %llu to old peers)\n",
+	for (i = 0; i < opt_qps; i++)
+		resets += aqps[i].resets;
+	printf("attack: %llu frames in %.1f s (%.0f frames/s): %llu from the attacker "
+	       "(%.0f/s, %llu of them non-linear; in sendmmsg %.1f s), %llu from the "
+	       "flood thread; %llu batches, %llu hostile operations, %llu QP resets "
+	       "(%llu under fire); %llu replies (%llu duplicates, %llu to old peers)\n",
 	       (unsigned long long)total, t, total / (t > 0 ? t : 1),
-	       tq_to0->busy_s + tq_to1->busy_s, (unsigned long long)batches,
-	       (unsigned long long)hostile_ops, (unsigned long long)tq_to0->nonlinear,
-	       (unsigned long long)fl.frames, (unsigned long long)replies,
+	       (unsigned long long)frames_sent(), frames_sent() / (t > 0 ? t : 1),
+	       (unsigned long long)tq_to0->nonlinear, tq_to0->busy_s + tq_to1->busy_s,
+	       (unsigned long long)fl.frames, (unsigned long long)batches,
+	       (unsigned long long)hostile_ops, (unsigned long long)resets,
+	       (unsigned long long)resets_under_fire, (unsigned long long)replies,
 	       (unsigned long long)replies_dup, (unsigned long long)replies_stale);
 	for (i = 0; i < opt_qps; i++)
 		printf("  attack QP %d: %llu resets, %llu NAKs sent\n", i,
 		       (unsigned long long)aqps[i].resets, (unsigned long long)aqps[i].naks);
 	if (desync)
 		printf("the oracle lost track (see the first FAIL): attack stopped early\n");
-	if (opt_flood) {
-		pthread_mutex_lock(&fl.mu);
-		fl.quit = true;
-		pthread_cond_broadcast(&fl.cv);
-		pthread_mutex_unlock(&fl.mu);
-		pthread_join(fl.th, NULL);
-	}
 	rs = &rs_honest;
 	honest_finish();
 	check_counters("at the end");
