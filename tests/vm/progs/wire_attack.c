@@ -2065,7 +2065,7 @@ static void gen_write(struct aqp *q, bool imm)
 	const struct tmr *t;
 	struct wf f;
 
-	if (m < 0)
+	if (m < 0 || (!qp_allows(q, RW) && pct(95)))
 		return;
 	t = &mrs[m];
 	for (i = 0; i < nf; i++) {
@@ -2096,7 +2096,7 @@ static void gen_send(struct aqp *q)
 	int nf, i;
 	struct wf f;
 
-	total = pct(92) ? pick_len(cap) : cap + range(1, 200);
+	total = pct(97) ? pick_len(cap) : cap + range(1, 200);	/* too long: NAK */
 	nf = (int)nframes(total, seg);
 	if (nf < 3 && pct(30))
 		nf = (int)range((uint32_t)nf, 3);
@@ -2126,7 +2126,7 @@ static void gen_read(struct aqp *q)
 	uint32_t seg = seg_of(OP_READ_RESP), len;
 	struct wf f;
 
-	if (resp_queued(q) >= MAX_RD - 1)
+	if (resp_queued(q) >= MAX_RD - 1 || (!qp_allows(q, RR) && pct(95)))
 		return;
 	len = pct(5) ? 0 : range(1, umin((uint32_t)t->len, 3 * seg));
 	if (resp_budget[q->idx] + (int)nframes(len, seg) > 24)
@@ -2148,7 +2148,8 @@ static void gen_atomic(struct aqp *q)
 	const struct tmr *t;
 	struct wf f;
 
-	if (m < 0 || resp_queued(q) >= MAX_RD - 1 || resp_budget[q->idx] >= 24)
+	if (m < 0 || resp_queued(q) >= MAX_RD - 1 || resp_budget[q->idx] >= 24 ||
+	    (!qp_allows(q, RA) && pct(95)))
 		return;
 	t = &mrs[m];
 	resp_budget[q->idx]++;
@@ -2185,16 +2186,19 @@ static uint32_t bad_key(void)
 	}
 }
 
-/* A sequenced or control frame of any opcode with plausible fields. */
+/*
+ * A frame of any opcode whose fields would be taken, so that a fault added
+ * to it is the only reason to drop it: writes to M_W (never read by us),
+ * reads of M_R (never written), atomics on M_A.  Taken as it is, it may
+ * still be refused: no receive posted, or the QP's own access flags.
+ */
 static struct wf any_frame(const struct aqp *q, uint8_t op)
 {
-	const struct tmr *t = &mrs[M_W];	/* never read: writes may land */
+	const struct tmr *t = &mrs[M_W];
 	struct wf f = base(q, op);
 
 	f.paylen = opinfo[op].data ? (uint16_t)pick_len(200) : 0;
 	fill_rand(pay, f.paylen);
-	f.va = mr_iova(t) + below((uint32_t)t->len - f.paylen + 1);
-	f.rkey = pct(50) ? t->key : (uint32_t)rnd();
 	f.flags = opinfo[op].flags & FL_SEG;
 	f.len = op == OP_WRITE_IMM ? f.paylen + below(100) : below(64);
 	f.imm = (uint32_t)rnd();
@@ -2202,7 +2206,11 @@ static struct wf any_frame(const struct aqp *q, uint8_t op)
 	f.op0 = rnd();
 	f.op1 = rnd();
 	if (op == OP_READ_REQ)
-		f.rkey = (uint32_t)rnd();	/* no response racing our writes */
+		t = &mrs[M_R];
+	if (op == OP_CMP_SWAP || op == OP_FETCH_ADD)
+		t = &mrs[M_A];
+	f.rkey = t->key;
+	f.va = mr_iova(t) + below((uint32_t)t->len - umin(f.paylen + f.len + 8, (uint32_t)t->len) + 1);
 	if (op == OP_CMP_SWAP || op == OP_FETCH_ADD)
 		f.va &= ~7ull;
 	return f;
@@ -2481,7 +2489,7 @@ static void gen_ackgarb(struct aqp *q)
 	} else {
 		f = base(q, OP_WRITE);
 		f.flags = FL_SEG;
-		f.paylen = (uint16_t)range(1, 100);
+		f.paylen = qp_allows(q, RW) ? (uint16_t)range(1, 100) : 0;
 		fill_rand(pay, f.paylen);
 		f.va = mr_iova(&mrs[M_W]) + below((uint32_t)mrs[M_W].len - f.paylen + 1);
 		f.rkey = mrs[M_W].key;
@@ -2511,7 +2519,7 @@ static void gen_pad(struct aqp *q)
 
 	if (op == OP_WRITE) {
 		f.flags = FL_SEG;
-		f.paylen = (uint16_t)below(ETH_MIN_PAYLOAD - 36 + 1);
+		f.paylen = qp_allows(q, RW) ? (uint16_t)below(ETH_MIN_PAYLOAD - 36 + 1) : 0;
 		fill_rand(pay, f.paylen);
 		f.va = mr_iova(&mrs[M_W]) + below((uint32_t)mrs[M_W].len - f.paylen + 1);
 		f.rkey = mrs[M_W].key;
