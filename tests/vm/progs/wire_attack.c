@@ -1483,7 +1483,9 @@ static int emit_split(int dev, const uint8_t *dst, const uint8_t *src,
 	/*
 	 * An 802.1Q tag, now and then: Linux strips a priority tag (VID 0)
 	 * before the frame reaches mbcf (skb_vlan_untag moves the headers),
-	 * and makes a frame of another VLAN PACKET_OTHERHOST: never counted.
+	 * and makes a frame of another VLAN PACKET_OTHERHOST: never counted;
+	 * nor is a tagged frame with less than 2 bytes after the tag
+	 * (skb_vlan_untag frees it: it reads the 2 bytes behind the tag).
 	 */
 	if (tag) {
 		put16(b + 12, 0x8100);
@@ -1494,7 +1496,7 @@ static int emit_split(int dev, const uint8_t *dst, const uint8_t *src,
 	}
 	put16(b + hl - 2, ETH_P_MBCF);
 	memcpy(b + hl, body, len);
-	v = vid ? C_NONE : judge(dev, dst, src, b + hl, len);
+	v = vid || (tag && len < 2) ? C_NONE : judge(dev, dst, src, b + hl, len);
 	if (v == C_AMBIG) {
 		dump_frame("ambiguous frame", b + hl, len);
 		ORACLE_BUG("the oracle cannot judge this frame");
@@ -1989,17 +1991,18 @@ static struct wf base(const struct aqp *q, uint8_t op)
 	return f;
 }
 
-static int send_wf_from(struct aqp *q, struct wf *f, const uint8_t *src)
+static int send_wf_from(struct wf *f, const uint8_t *src)
 {
 	size_t n = wf_encode(scratch, f);
 
-	(void)q;
 	return emit(0, veth0_mac, src, scratch, n);
 }
 
+/* A frame to attack QP q from its peer (q: for the reader). */
 static int send_wf(struct aqp *q, struct wf *f)
 {
-	return send_wf_from(q, f, PEER_MAC);
+	(void)q;
+	return send_wf_from(f, PEER_MAC);
 }
 
 static int send_wf_split(struct wf *f, unsigned int linear)
@@ -2406,7 +2409,7 @@ static void gen_wrong(struct aqp *q)
 	switch (below(7)) {
 	case 0:		/* the right everything, from a third MAC */
 		third_mac(mac);
-		send_wf_from(q, &f, mac);
+		send_wf_from(&f, mac);
 		return;
 	case 1:
 		f.src = (q->fqpn ^ range(1, 0xff)) & PSN_MASK;
@@ -2429,7 +2432,7 @@ static void gen_wrong(struct aqp *q)
 		f.status = (uint8_t)range(1, 3);
 		f.ack = q->una;
 		third_mac(mac);
-		send_wf_from(q, &f, mac);
+		send_wf_from(&f, mac);
 		return;
 	}
 	send_wf(q, &f);
@@ -2890,7 +2893,7 @@ static void own_answer_hostile(struct aqp *q, uint32_t off, uint32_t n, bool las
 			uint8_t mac[6];
 
 			third_mac(mac);
-			send_wf_from(q, &f, mac);
+			send_wf_from(&f, mac);
 			return;
 		}
 	}
@@ -2912,7 +2915,7 @@ static void own_kill(struct aqp *q)
 		case 0:		/* the right psn from a third MAC */
 			f.ack = r->psn;
 			third_mac(mac);
-			send_wf_from(q, &f, mac);
+			send_wf_from(&f, mac);
 			continue;
 		case 1:		/* an older psn */
 			f.ack = psn_sub(r->psn, range(1, 1000));
@@ -2994,7 +2997,9 @@ static void ack_now(struct aqp *q)
 {
 	struct wf f = base(q, OP_ACK);
 
-	f.psn = (uint32_t)rnd() & PSN_MASK;
+	/* no random psn: how many of these there are depends on timing, and
+	 * the attack's random stream must not (-s replays it) */
+	f.psn = q->exp;
 	send_wf(q, &f);
 	txq_flush(tq_to0);
 }
@@ -4439,7 +4444,10 @@ static void batch(void)
 			}
 		}
 		if (kind_on[14] && pct(4)) {
+			/* its psn sweeps depend on the honest traffic's timing */
+			rs = &rs_honest;
 			gen_honest();
+			rs = &rs_attack;
 			continue;
 		}
 		act(pick_qp());
