@@ -2267,10 +2267,18 @@ static uint8_t unassigned_op(void)
 static void gen_codec(struct aqp *q)
 {
 	uint8_t op = random_op(), *b = scratch;
-	struct wf f = any_frame(q, op);
-	uint32_t hl = hdr_of(op);
+	struct wf f;
+	uint32_t hl;
 	size_t n;
 	int tries;
+
+	/* taken as it is, the base frame must not get the QP NAKed */
+	if ((op == OP_READ_REQ && !qp_allows(q, RR)) ||
+	    ((op == OP_CMP_SWAP || op == OP_FETCH_ADD) && !qp_allows(q, RA)) ||
+	    ((op == OP_WRITE || op == OP_WRITE_IMM) && !qp_allows(q, RW)))
+		op = OP_ACK;
+	f = any_frame(q, op);
+	hl = hdr_of(op);
 
 	if (pct(10))
 		f.dst = (uint32_t)range(0x800000, 0xefffff);	/* nobody's QP */
@@ -2360,15 +2368,10 @@ static void gen_codec(struct aqp *q)
 				continue;
 			put32(b + 24, MSG_MAX - f.paylen + range(1, 4096));
 			break;
-		case 17:	/* exactly at the limits: valid for the codec */
-			if (op == OP_READ_REQ)
-				put32(b + 36, MSG_MAX);
-			else if (op == OP_WRITE_IMM)
-				put32(b + 40, MSG_MAX);
-			else if (op == OP_SEND || op == OP_SEND_IMM || op == OP_READ_RESP)
-				put32(b + 24, MSG_MAX - f.paylen);
-			else
-				continue;
+		case 17:	/* exactly at the limit: valid for the codec */
+			if (op != OP_WRITE_IMM)
+				continue;	/* (the others: hostile_limits) */
+			put32(b + 40, MSG_MAX);
 			break;
 		case 18:	/* extension reserved words: ignored on receipt */
 			if (op == OP_CMP_SWAP || op == OP_FETCH_ADD)
@@ -2775,6 +2778,21 @@ static void hostile_segments(struct aqp *q)
 	send_wf(q, &f);
 }
 
+/* Lengths exactly at 2^31: valid frames the operation must refuse. */
+static void hostile_limits(struct aqp *q)
+{
+	struct wf f = any_frame(q, pct(50) ? OP_READ_REQ : OP_SEND);
+
+	if (f.op == OP_READ_REQ) {
+		f.len = MSG_MAX;
+		hlog_add(q, "READ of 2^31 bytes from MR R");
+	} else {
+		f.offset = MSG_MAX - f.paylen;	/* offset + paylen = 2^31 */
+		hlog_add(q, "SEND at offset 2^31 - %u", f.paylen);
+	}
+	send_wf(q, &f);
+}
+
 /* max_dest_rd_atomic zero-length reads queued, then one more. */
 static void hostile_read_flood(struct aqp *q)
 {
@@ -2798,7 +2816,7 @@ static void gen_hostile(struct aqp *q)
 {
 	struct wf f;
 
-	switch (below(10)) {
+	switch (below(11)) {
 	case 0:
 	case 1: {
 		const struct tmr *t = &mrs[M_W];
@@ -2839,6 +2857,9 @@ static void gen_hostile(struct aqp *q)
 		break;
 	case 8:
 		hostile_read_flood(q);
+		break;
+	case 9:
+		hostile_limits(q);
 		break;
 	default:
 		gen_send(q);	/* with the receive too small, or a read-only one */
