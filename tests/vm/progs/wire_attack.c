@@ -152,19 +152,39 @@ static void fill_rand(uint8_t *p, size_t n)
 static int failures;
 static bool desync;		/* the oracle lost track: stop attacking */
 
+/* Kinds of failure: each prints its first few, so one cannot hide another. */
+enum fkind { F_OTHER, F_MEMORY, F_COMPLETION, F_COUNTER, NFKIND };
+static int fkind_n[NFKIND];
+static const char *const fkind_name[NFKIND] = { "", "memory", "completion", "counter" };
+
+static void vfailk(enum fkind k, const char *fmt, va_list ap)
+{
+	failures++;
+	if (++fkind_n[k] <= 20) {
+		printf("FAIL: ");
+		vprintf(fmt, ap);
+		printf("\n");
+	} else if (fkind_n[k] == 21) {
+		printf("FAIL: (further %s failures counted, not printed)\n", fkind_name[k]);
+	}
+}
+
+static void failk(enum fkind k, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfailk(k, fmt, ap);
+	va_end(ap);
+}
+
 static void fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (++failures <= 60) {
-		printf("FAIL: ");
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-		printf("\n");
-	} else if (failures == 61) {
-		printf("FAIL: (further failures counted, not printed)\n");
-	}
+	va_start(ap, fmt);
+	vfailk(F_OTHER, fmt, ap);
+	va_end(ap);
 }
 
 static void die(const char *fmt, ...)
@@ -1778,7 +1798,7 @@ static const char *wcs(int st)
 static void wc_mismatch(struct aqp *q, const struct wcexp *e, const struct ibv_wc *wc,
 			const char *what)
 {
-	fail("QP %d (qpn %u) completion %s: expected wr_id %#llx %s op %d len %u imm %d/%#x, "
+	failk(F_COMPLETION, "QP %d (qpn %u) completion %s: expected wr_id %#llx %s op %d len %u imm %d/%#x, "
 	     "got wr_id %#llx %s op %d len %u flags %#x imm %#x", q->idx, q->qpn, what,
 	     (unsigned long long)e->wr_id, wcs(e->status), e->opcode, e->byte_len,
 	     e->imm, e->imm_val, (unsigned long long)wc->wr_id, wcs(wc->status),
@@ -3341,9 +3361,9 @@ static void check_memory(void)
 		mem_diffs++;
 		if (!reg || !strcmp(reg, "DEREG") || !strcmp(reg, "OPD"))
 			canary_diffs++;
-		fail("memory: %zu byte(s) at arena %#zx (%s%s+%#zx) differ: expected %02x.., got %02x..",
+		failk(F_MEMORY, "memory: %zu byte(s) at arena %#zx (%s%s+%#zx) differ: expected %02x.., got %02x..",
 		     j - i, i, reg ? "MR " : "canary", reg ? reg : "", rel, model[i], arena[i]);
-		if (!shown++)
+		if (!shown++ && fkind_n[F_MEMORY] <= 20)
 			for (k = 0; k < hlog_n; k++)
 				printf("  hostile frame this batch: %s\n", hlog[k]);
 		memcpy(model + i, arena + i, j - i);
@@ -3923,7 +3943,7 @@ static void check_counters(const char *when)
 			want = pred[dev][i] + ctr_adj[dev][i];
 			if (ctr_shared[i] ? d >= want : d == want)
 				continue;
-			fail("counter mbcf%d %s %s: expected %s%llu, got %llu", dev, ctr_name[i],
+			failk(F_COUNTER, "counter mbcf%d %s %s: expected %s%llu, got %llu", dev, ctr_name[i],
 			     when, ctr_shared[i] ? ">= " : "", (unsigned long long)want,
 			     (unsigned long long)d);
 			if (!ctr_shared[i])
@@ -4455,7 +4475,7 @@ static void batch(void)
 			honest_turn();
 			next_honest += (uint64_t)opt_batch / 3;
 		}
-		if (n >= (uint64_t)opt_batch * 9 / 10) {	/* the batch's last tenth */
+		if (n >= (uint64_t)opt_batch * 97 / 100) {	/* near the end of the batch */
 			for (i = 0; i < opt_qps; i++) {
 				if (hostile_due[i] && conn_live(&aqps[i])) {
 					hostile_ops++;
