@@ -491,6 +491,32 @@ TEST_F(Pair, RespondersNakFlushesItsOwnRequests)
 	EXPECT_EQ(rx_unaccounted(b), 0);
 }
 
+// A datagram is for a UD QP: a connection takes none.  It gets its one
+// verdict (drop_wrong_qp); its ack_psn (0) neither acknowledges anything nor
+// fixes where the stream starts; it owes no ACK (found by tests/vm/wire.sh).
+TEST_F(Pair, DatagramAtAConnectionIsDropped)
+{
+	uint8_t gid[16] = {}, hdr[MBCF_HDR_MAX];
+	mbcf_frame f{};
+
+	f.op = MBCF_OP_DGRAM;
+	f.flags = MBCF_F_ACKREQ;
+	f.dst_qpn = 0x22;
+	f.src_qpn = 0x11;
+	f.vtf = 6u << 28;
+	f.sgid = gid;
+	f.dgid = gid;
+	uint32_t hl = mbcf_codec_build(&f, hdr);
+	ASSERT_EQ(hl, (uint32_t)MBCF_DGRAM_HDR_LEN);
+	ASSERT_FALSE(b.conn.snd_fixed);		// RTR: the peer's first frame fixes it
+	deliver(b, std::vector<uint8_t>(hdr, hdr + hl), now);
+	EXPECT_EQ(b.conn.ctr.drop_wrong_qp, 1u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+	EXPECT_FALSE(b.conn.snd_fixed);
+	EXPECT_EQ(b.conn.snd_una, 200u);
+	EXPECT_TRUE(b.out.empty());
+}
+
 // A write frame whose payload comes in pieces (a non-linear skb) is checked
 // whole before a byte is written (section 9): one crossing the end of its
 // region leaves nothing behind, not its first pieces (tests/vm/wire.sh).
