@@ -237,14 +237,16 @@ static bool mac_eq(const uint8_t *a, const uint8_t *b)
 
 enum {
 	OP_WRITE = 0x01, OP_WRITE_IMM, OP_READ_REQ, OP_READ_RESP, OP_CMP_SWAP,
-	OP_FETCH_ADD, OP_ATOMIC_RESP, OP_SEND, OP_SEND_IMM,
+	OP_FETCH_ADD, OP_ATOMIC_RESP, OP_SEND, OP_SEND_IMM, OP_SEND_INV,
 	OP_ACK = 0x10, OP_LOST, OP_STOP, OP_GO,
+	OP_DGRAM = 0x14,	/* UD; not in docs/protocol.md yet: from wire.h */
 };
 
 #define FL_ACKREQ	0x01
 #define FL_FIRST	0x02
 #define FL_LAST		0x04
 #define FL_SOL		0x08
+#define FL_IMM		0x10	/* DGRAM only: the immediate is valid */
 #define FL_SEG		(FL_FIRST | FL_LAST)
 
 struct opinfo {
@@ -264,15 +266,17 @@ static const struct opinfo opinfo[256] = {
 	[OP_ATOMIC_RESP] = { 40, false, 0, "ATOMIC_RESP" },
 	[OP_SEND]	 = { 28, true, FL_SEG | FL_SOL, "SEND" },
 	[OP_SEND_IMM]	 = { 32, true, FL_SEG | FL_SOL, "SEND_IMM" },
+	[OP_SEND_INV]	 = { 32, true, FL_SEG | FL_SOL, "SEND_INV" },
 	[OP_ACK]	 = { 24, false, 0, "ACK" },
 	[OP_LOST]	 = { 24, false, 0, "LOST" },
 	[OP_STOP]	 = { 24, false, 0, "STOP" },
 	[OP_GO]		 = { 24, false, 0, "GO" },
+	[OP_DGRAM]	 = { 72, true, FL_SOL | FL_IMM, "DGRAM" },
 };
 
 static bool op_seq(uint8_t op)
 {
-	return op >= OP_WRITE && op <= OP_SEND_IMM;
+	return op >= OP_WRITE && op <= OP_SEND_INV;
 }
 
 static const char *op_name(uint8_t op)
@@ -293,6 +297,9 @@ struct wf {
 	uint32_t req_psn;	/* READ_RESP, ATOMIC_RESP */
 	uint32_t xrsvd;		/* reserved word of CMP_SWAP/FETCH_ADD/ATOMIC_RESP */
 	uint64_t op0, op1;	/* swap or add, compare; ATOMIC_RESP: orig */
+	uint32_t vtf;		/* DGRAM: 6 << 28 | class << 20 | flow */
+	uint8_t hop;		/* DGRAM */
+	uint8_t gids[32];	/* DGRAM: sgid, dgid */
 	const uint8_t *pay;	/* paylen bytes */
 };
 
@@ -349,6 +356,17 @@ static size_t wf_encode(uint8_t *b, const struct wf *f)
 		put32(b + 28, f->xrsvd);
 		put64(b + 32, f->op0);
 		break;
+	case OP_SEND_INV:
+		put32(b + 28, f->rkey);		/* inv_rkey */
+		put32(b + 24, f->offset);
+		break;
+	case OP_DGRAM:
+		put32(b + 24, f->rkey);		/* qkey */
+		put32(b + 28, f->imm);
+		put32(b + 32, f->vtf);
+		b[36] = f->hop;
+		memcpy(b + 40, f->gids, 32);
+		break;
 	case OP_SEND_IMM:
 		put32(b + 28, f->imm);
 		/* fall through */
@@ -395,6 +413,17 @@ static void wf_decode_ext(const uint8_t *b, struct wf *f)
 		f->xrsvd = get32(b + 28);
 		f->op0 = get64(b + 32);
 		break;
+	case OP_SEND_INV:
+		f->rkey = get32(b + 28);
+		f->offset = get32(b + 24);
+		break;
+	case OP_DGRAM:
+		f->rkey = get32(b + 24);
+		f->imm = get32(b + 28);
+		f->vtf = get32(b + 32);
+		f->hop = b[36];
+		memcpy(f->gids, b + 40, 32);
+		break;
 	case OP_SEND_IMM:
 		f->imm = get32(b + 28);
 		/* fall through */
@@ -432,8 +461,11 @@ static bool wf_fields_ok(const struct wf *f)
 		return false;
 	if (f->op == OP_WRITE_IMM && (f->len > MSG_MAX || f->len < f->paylen))
 		return false;
-	if ((f->op == OP_SEND || f->op == OP_SEND_IMM || f->op == OP_READ_RESP) &&
-	    (uint64_t)f->offset + f->paylen > MSG_MAX)
+	if ((f->op == OP_SEND || f->op == OP_SEND_IMM || f->op == OP_SEND_INV ||
+	     f->op == OP_READ_RESP) && (uint64_t)f->offset + f->paylen > MSG_MAX)
+		return false;
+	/* wire.h: a datagram is unsequenced, its GRH version field is 6 */
+	if (f->op == OP_DGRAM && (f->psn || f->ack || f->vtf >> 28 != 6))
 		return false;
 	return true;
 }
@@ -1083,10 +1115,18 @@ static int op_send(struct aqp *q, const struct wf *f)
 		model_put(off, f->pay, f->paylen);
 	}
 	q->rx_off += f->paylen;
-	q->rx_msg = f->flags & FL_LAST ? 0 : OP_SEND;
-	if (f->flags & FL_LAST)
-		recv_done(q, IBV_WC_SUCCESS, IBV_WC_RECV, q->rx_off,
-			  f->op == OP_SEND_IMM, f->imm);
+	if (!(f->flags & FL_LAST)) {
+		q->rx_msg = OP_SEND;
+		return RX_ACCEPT;
+	}
+	/* SEND_INV: inv_rkey must name a memory window bound here; this
+	 * program binds none (9) */
+	if (f->op == OP_SEND_INV) {
+		recv_done(q, IBV_WC_REM_INV_REQ_ERR, -1, q->rx_off, -1, 0);
+		return ST_INV;
+	}
+	q->rx_msg = 0;
+	recv_done(q, IBV_WC_SUCCESS, IBV_WC_RECV, q->rx_off, f->op == OP_SEND_IMM, f->imm);
 	return RX_ACCEPT;
 }
 
@@ -1181,6 +1221,7 @@ static int aqp_seq(struct aqp *q, const struct wf *f)
 		break;
 	case OP_SEND:
 	case OP_SEND_IMM:
+	case OP_SEND_INV:
 		st = op_send(q, f);
 		break;
 	case OP_READ_REQ:
@@ -1245,6 +1286,10 @@ static int aqp_judge(struct aqp *q, const struct wf *f, const uint8_t *src)
 {
 	int a;
 
+	/* a datagram is for a UD QP: a connection takes none, whatever its
+	 * state (the spec has no word on it yet; one verdict, nothing else) */
+	if (f->op == OP_DGRAM)
+		return C_WQP;
 	/* not connected (RESET/INIT, or moved to ERR by us) or not the peer */
 	if (q->st == Q_RESET || q->st == Q_INIT || q->st == Q_UERR ||
 	    !mac_eq(src, PEER_MAC) || f->src != q->fqpn)
@@ -1292,7 +1337,7 @@ static int honest_judge(const struct hq *h, const struct wf *f, const uint8_t *s
 {
 	bool nak = f->op == OP_ACK && f->status;
 
-	if (!mac_eq(src, h->peer_mac) || f->src != h->peer_qpn)
+	if (f->op == OP_DGRAM || !mac_eq(src, h->peer_mac) || f->src != h->peer_qpn)
 		return C_WQP;
 	if (psn_diff(f->ack, h->una_lo) >= 0) {
 		/* ahead of all it sent: dropped, or ignored and then a NAK
@@ -2255,13 +2300,22 @@ static struct wf any_frame(const struct aqp *q, uint8_t op)
 	f.va = mr_iova(t) + below((uint32_t)t->len - umin(f.paylen + f.len + 8, (uint32_t)t->len) + 1);
 	if (op == OP_CMP_SWAP || op == OP_FETCH_ADD)
 		f.va &= ~7ull;
+	if (op == OP_SEND_INV)
+		f.rkey = pct(50) ? mrs[M_W].key : (uint32_t)rnd();	/* no window */
+	if (op == OP_DGRAM) {
+		f.psn = f.ack = 0;
+		f.vtf = 6u << 28 | ((uint32_t)rnd() & 0x0fffffff);
+		f.hop = (uint8_t)rnd();
+		f.flags = pct(50) ? FL_IMM : 0;
+		fill_rand(f.gids, 32);
+	}
 	return f;
 }
 
 static const uint8_t all_ops[] = {
 	OP_WRITE, OP_WRITE_IMM, OP_READ_REQ, OP_READ_RESP, OP_CMP_SWAP,
-	OP_FETCH_ADD, OP_ATOMIC_RESP, OP_SEND, OP_SEND_IMM,
-	OP_ACK, OP_LOST, OP_STOP, OP_GO,
+	OP_FETCH_ADD, OP_ATOMIC_RESP, OP_SEND, OP_SEND_IMM, OP_SEND_INV,
+	OP_ACK, OP_LOST, OP_STOP, OP_GO, OP_DGRAM,
 };
 
 static uint8_t random_op(void)
@@ -2384,7 +2438,8 @@ static void gen_codec(struct aqp *q)
 			put32(b + 40, pct(50) ? MSG_MAX + 1 : (f.paylen ? below(f.paylen) : MSG_MAX + 7));
 			break;
 		case 16:
-			if (op != OP_SEND && op != OP_SEND_IMM && op != OP_READ_RESP)
+			if (op != OP_SEND && op != OP_SEND_IMM && op != OP_SEND_INV &&
+			    op != OP_READ_RESP)
 				continue;
 			put32(b + 24, MSG_MAX - f.paylen + range(1, 4096));
 			break;
@@ -2394,10 +2449,19 @@ static void gen_codec(struct aqp *q)
 			put32(b + 40, MSG_MAX);
 			break;
 		case 18:	/* extension reserved words: ignored on receipt */
+			if (op == OP_DGRAM && pct(50)) {	/* psn, ack_psn or vtf */
+				if (pct(50))
+					put32(b + 12 + 4 * below(2), range(1, PSN_MASK));
+				else
+					b[32] = (uint8_t)((b[32] & 0x0f) | range(0, 15) << 4);
+				break;
+			}
 			if (op == OP_CMP_SWAP || op == OP_FETCH_ADD)
 				put32(b + 36, (uint32_t)rnd() | 1);
 			else if (op == OP_ATOMIC_RESP)
 				put32(b + 28, (uint32_t)rnd() | 1);
+			else if (op == OP_DGRAM)
+				b[37 + below(3)] = (uint8_t)range(1, 255);
 			else
 				continue;
 			break;
@@ -2798,6 +2862,21 @@ static void hostile_segments(struct aqp *q)
 	send_wf(q, &f);
 }
 
+/* A SEND with invalidate of a key that names no window bound here (9). */
+static void hostile_send_inv(struct aqp *q)
+{
+	uint32_t cap = q->rq_n ? q->rq[0].len : 100, n;
+	struct wf f = base(q, OP_SEND_INV);
+
+	n = range(0, umin(cap, seg_of(OP_SEND_INV)));
+	f.flags = FL_SEG;
+	f.paylen = (uint16_t)n;
+	f.rkey = pct(50) ? mrs[M_W].key : (uint32_t)rnd();
+	fill_rand(pay, n);
+	hlog_add(q, "SEND_INV of %u bytes invalidating %#x (no window)", n, f.rkey);
+	send_wf(q, &f);
+}
+
 /* Lengths exactly at 2^31: valid frames the operation must refuse. */
 static void hostile_limits(struct aqp *q)
 {
@@ -2836,7 +2915,7 @@ static void gen_hostile(struct aqp *q)
 {
 	struct wf f;
 
-	switch (below(11)) {
+	switch (below(12)) {
 	case 0:
 	case 1: {
 		const struct tmr *t = &mrs[M_W];
@@ -2880,6 +2959,9 @@ static void gen_hostile(struct aqp *q)
 		break;
 	case 9:
 		hostile_limits(q);
+		break;
+	case 10:
+		hostile_send_inv(q);
 		break;
 	default:
 		gen_send(q);	/* with the receive too small, or a read-only one */
