@@ -90,6 +90,14 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 		if (st)
 			return st;
 	}
+	/* in pieces, each is written on its own: the whole range is checked
+	 * first, or a frame crossing the end of its region would leave its
+	 * first pieces behind (section 9) */
+	if (f->paylen && !f->payload) {
+		st = c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen);
+		if (st)
+			return st;
+	}
 	for (k = 0, off = 0; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n) {
 		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);
@@ -301,7 +309,9 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		c->nak_status = (u8)st;
 		c->ctr.remote_errors++;
 		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
-		mbcf_conn_enter_error(c, false, 0, mbcf_conn_wc_from_status((u8)st));
+		/* the error is the peer's: none of our own requests failed,
+		 * they are flushed (section 8.2) */
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	}
 }
 

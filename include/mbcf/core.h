@@ -137,6 +137,10 @@ struct mbcf_ops {
 	void (*xmit_flush)(void *env);
 	/* Write len bytes at (rkey, va); needs REMOTE_WRITE access. */
 	int (*target_write)(void *env, u32 rkey, u64 va, const u8 *src, u32 len);
+	/* Check that (rkey, va, len) may be written (REMOTE_WRITE); touches
+	 * nothing.  Called before a payload in pieces is written piece by
+	 * piece, so that a frame that fails leaves no byte behind. */
+	int (*target_check_write)(void *env, u32 rkey, u64 va, u32 len);
 	/* Check that (rkey, va, len) may be read (REMOTE_READ); touches nothing. */
 	int (*target_check_read)(void *env, u32 rkey, u64 va, u32 len);
 	/* 8-byte aligned atomic (REMOTE_ATOMIC) with a real atomic instruction;
