@@ -4,7 +4,7 @@
  * unacknowledged; a lost datagram is lost.  The receiver puts a 40-byte
  * GRH in front of the data, built from what the frame carries, so a verbs
  * consumer (the MAD layer, UCX's ud_verbs) sees exactly what it expects
- * from RoCE.  docs/protocol.md section 16.
+ * from RoCE.  docs/protocol.md section 15.
  */
 #include "internal.h"
 

@@ -272,7 +272,7 @@ struct mbcf_conn {
 
 /*
  * A datagram endpoint (verbs UD QP): no connection, nothing sequenced or
- * acknowledged; docs/protocol.md 16.  Same ops as a connection (xmit,
+ * acknowledged; docs/protocol.md 15.  Same ops as a connection (xmit,
  * recv_claim, recv_write, complete); the caller serialises calls.
  */
 struct mbcf_dgram {
@@ -397,7 +397,7 @@ void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now);
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now);
 /* Complete everything outstanding with WR_FLUSH_ERR, -> RESET. */
 void mbcf_conn_flush(struct mbcf_conn *c);
-/* dgram.c: docs/protocol.md 16 */
+/* dgram.c: docs/protocol.md 15 */
 #define MBCF_GRH_LEN		40
 /* The largest datagram at this MTU (after the GRH the receiver adds). */
 u32 mbcf_dgram_max_payload(u32 mtu);
