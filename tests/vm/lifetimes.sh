@@ -44,10 +44,12 @@ T0=$SECONDS
 
 # ---- helpers ------------------------------------------------------------------
 
-# res TYPE: objects of TYPE (qp, cq, mr, pd) on any mbcf device.
+# res TYPE: objects of TYPE (qp, cq, mr, pd) on the mbcf devices, from the
+# per-device summary of `rdma resource show`.
 res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk '/(^|[[:space:]])(dev|link) mbcf[0-9]+([\/[:space:]]|$)/ { n++ } END { print n + 0 }'
+	rdma resource show 2>/dev/null | awk -v t="$1" '
+		$2 ~ /^mbcf[0-9]+:$/ { for (i = 3; i < NF; i++) if ($i == t) n += $(i + 1) }
+		END { print n + 0 }'
 }
 
 base_pins=$(vm_pins_held)

@@ -21,21 +21,24 @@
  *   or FLUSH) and destroys it.  Target memory only ever holds zeroes or
  *   the sender's pattern.
  * dereg: each round deregisters, mid-stream, the remote target of B's
- *   writes and reads (even rounds: B's first error must be REM_ACCESS_ERR)
- *   or the local memory of A's writes and reads (odd rounds: A's first
- *   error must be LOC_PROT_ERR).  The pinned-page count is back to its
+ *   writes and reads (even rounds: B's first error must be REM_ACCESS_ERR,
+ *   B and A end in ERR) or the local memory of A's writes and reads (odd
+ *   rounds: A's first error must be LOC_PROT_ERR, A ends in ERR).  The pinned-page count is back to its
  *   value before registration the moment dereg returns, and after it
  *   returned the memory is filled with a marker byte: no later write may
  *   change it, and no later frame may carry it (a read of the target, or a
  *   write gathered from the local memory).
  * holder: PAIRS pairs stream until the devices named by -E die under us
- *   (rdma link delete, netdev removal, rmmod: the script does that).  A
- *   dead device's context must get exactly the listed events, ending with
- *   DEVICE_FATAL; its CQs then give what is left (SUCCESS or FLUSH, each
- *   request at most once) and -1/EIO; posting fails with EIO; reg_mr,
- *   create_cq/qp, alloc_pd, query_qp fail with EIO; every destroy and
- *   close succeeds.  A device not named must get no event at all, and its
- *   QPs must each end with one RETRY_EXC_ERR (their peers are gone).
+ *   (rdma link delete, netdev removal, rmmod: the script does that, after
+ *   sending SIGUSR1 -- from then on a QP's first error may be RETRY_EXC_ERR,
+ *   as its peer or its link may go first).  A dead device's context must
+ *   deliver exactly the events listed (EV* = any number of EV there),
+ *   ending with DEVICE_FATAL; its CQs then give what is left (SUCCESS or
+ *   FLUSH, each request once, in order) and -1/EIO; posting fails with EIO;
+ *   reg_mr, create_cq/qp, alloc_pd, query_qp, req_notify_cq fail with EIO;
+ *   every destroy and close succeeds.  A device not named must deliver no
+ *   event, and each of its QPs must end with one RETRY_EXC_ERR (its peer
+ *   is gone) and be in ERR.
  *
  * Output: PASS/FAIL lines, a summary; exit status = failed checks (max
  * 100), 2 for setup errors.  Prints "seed N": rerun with -s N.
@@ -369,8 +372,10 @@ static void dereg_remote(int r, struct vp_dev *da, struct vp_dev *db,
 		 p.sb.first_err < 0 ? "none" : vp_wc_status_str(p.sb.first_err));
 	st = vp_ep_state(&p.b);
 	vp_check(st == IBV_QPS_ERR, "round %d: B in state %d after REM_ACCESS_ERR", r, st);
+	/* the responder that refused the access fails too (IB: QP to error) */
 	st = vp_ep_state(&p.a);
 	gs->a_state[st >= 0 && st < 8 ? st : 7]++;
+	vp_check(st == IBV_QPS_ERR, "round %d: A in state %d after refusing B's access", r, st);
 
 	gs->late_reads += p.sb.late_bytes;
 	gs->late_writes += t.len - count_byte(t.p, t.len, 0x5e);

@@ -262,3 +262,14 @@ int st_drain(struct st_stream *s, double timeout_s)
 	}
 	return 0;
 }
+
+int st_drain_sends(struct st_stream *s, double timeout_s)
+{
+	double end = vp_now() + timeout_s;
+
+	while (s->next != s->done) {
+		if (st_poll(s) < 0 || vp_now() > end)
+			return -1;
+	}
+	return 0;
+}

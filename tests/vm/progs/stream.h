@@ -86,5 +86,10 @@ int st_poll(struct st_stream *s);
 uint64_t st_outstanding(const struct st_stream *s);
 /* Poll (no new posts) until nothing is outstanding or @timeout_s passed; 0 or -1. */
 int st_drain(struct st_stream *s, double timeout_s);
+/*
+ * The same for the sends only: posted receives wait for the peer's sends,
+ * which stop when the peer stops posting.
+ */
+int st_drain_sends(struct st_stream *s, double timeout_s);
 
 #endif /* MBCF_STREAM_H */
