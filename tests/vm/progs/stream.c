@@ -181,6 +181,13 @@ static void st_on_send(struct st_stream *s, const struct ibv_wc *wc)
 	const uint8_t *land;
 	long d;
 
+	if (s->post_err && seq == s->next) {
+		/* verbs: a request whose post failed never completes */
+		vp_fail("%s: completion (%s) for wr %llu, whose ibv_post_send failed with %s",
+			s->name, vp_wc_status_str(wc->status), (unsigned long long)seq,
+			strerror(s->post_err));
+		return;
+	}
 	if (!vp_check(seq == s->done && s->done < s->next,
 		      "%s: completion for wr %llu, expected wr %llu (posted %llu)",
 		      s->name, (unsigned long long)seq,
@@ -209,6 +216,12 @@ static void st_on_recv(struct st_stream *s, const struct ibv_wc *wc)
 	const uint8_t *p;
 	long d;
 
+	if (s->post_err && seq == s->rnext) {
+		vp_fail("%s: completion (%s) for receive %llu, whose ibv_post_recv failed with %s",
+			s->name, vp_wc_status_str(wc->status), (unsigned long long)seq,
+			strerror(s->post_err));
+		return;
+	}
 	if (!vp_check(seq == s->rdone && s->rdone < s->rnext,
 		      "%s: receive completion %llu, expected %llu (posted %llu)",
 		      s->name, (unsigned long long)seq,
