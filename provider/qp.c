@@ -50,6 +50,19 @@ static int mbcf_doorbell(struct ibv_qp *ibqp, uint32_t command,
 	return n < 0 ? errno : EIO;
 }
 
+/*
+ * What a failed doorbell means for a post whose entries are published.
+ * EIO: the device is going away.  The kernel may still execute them (it
+ * reads the ring without a doorbell while the QP lives) or never (the QP
+ * is destroyed first); either way they are posted: each completes, or
+ * poll_cq reports the device gone.  Failing the post would tell the
+ * caller they never run -- and some do.  Anything else is reported.
+ */
+static int mbcf_doorbell_status(int db)
+{
+	return db == EIO ? 0 : db;
+}
+
 /* Map one work queue's ring; a ring of 0 entries is "no queue". */
 static int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
 		       const struct mbcf_ring_info *info, uint32_t hdr,
@@ -169,7 +182,11 @@ int mbcf_qp_destroy(struct ibv_qp *ibqp)
 	return 0;
 }
 
-/* A free slot of wq's ring, or NULL with *err = ENOMEM (full) or EIO. */
+/*
+ * A free slot of wq's ring, or NULL with *err = ENOMEM (full) or EIO (the
+ * kernel's queue is gone: destroyed, or its device removed; nothing is
+ * published then, so a post that fails with EIO posted nothing).
+ */
 static void *mbcf_wq_slot(struct mbcf_wq *wq, int *err)
 {
 	bool corrupt = false;
@@ -177,6 +194,10 @@ static void *mbcf_wq_slot(struct mbcf_wq *wq, int *err)
 
 	if (!wq->map) {
 		*err = ENOMEM;
+		return NULL;
+	}
+	if (mbcf_ring_load_acquire(mbcf_ring_flags(&wq->ring)) & MBCF_RING_F_DEAD) {
+		*err = EIO;
 		return NULL;
 	}
 	slot = mbcf_ring_produce_slot(&wq->ring, &corrupt);
@@ -308,8 +329,8 @@ int mbcf_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	 * flag.  The doorbell is POST_SEND with no work requests.
 	 */
 	if (posted && mbcf_ring_producer_wants_doorbell(&qp->sq.ring)) {
-		db = mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND,
-				   sizeof(struct ib_uverbs_send_wr));
+		db = mbcf_doorbell_status(mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND,
+							sizeof(struct ib_uverbs_send_wr)));
 		if (db && !ret)
 			ret = db;
 	}
@@ -370,8 +391,8 @@ int mbcf_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	/* Same doorbell protocol as post_send, with POST_RECV. */
 	if (posted && mbcf_ring_producer_wants_doorbell(&qp->rq.ring)) {
-		db = mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV,
-				   sizeof(struct ib_uverbs_recv_wr));
+		db = mbcf_doorbell_status(mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV,
+							sizeof(struct ib_uverbs_recv_wr)));
 		if (db && !ret)
 			ret = db;
 	}
