@@ -8,7 +8,8 @@
 #      (progs/lifetimes.c destroy),
 #   2. dereg_mr while writes and reads into it are in flight, remote and
 #      local (lifetimes.c dereg: error completions, pins back at once, no
-#      byte touched after dereg returned),
+#      byte touched after dereg returned), and while one 8 MiB write or
+#      read is half done (lifetimes.c deregbig),
 #   3. `rdma link delete mbcf0`, 4. `ip link del veth0`, 5. `rmmod mbcf`
 #      while a process holds QPs/CQs/MRs on the devices with traffic
 #      running (lifetimes.c holder: IBV_EVENT_DEVICE_FATAL, every later
@@ -206,12 +207,40 @@ wait_exit() {
 	wait "$1"
 }
 
+# destroy_trace on|off: kprobes timing mbcf_qp_destroy in the kernel (to
+# tell its own time from the rest of a destroy_qp call); off prints them.
+TR=/sys/kernel/tracing
+destroy_trace() {
+	if [ "$1" = on ]; then
+		[ -e "$TR/kprobe_events" ] || mount -t tracefs none "$TR"
+		{
+			echo 'p:mbcf/qpd mbcf:mbcf_qp_destroy'
+			echo 'r:mbcf/qpdret mbcf:mbcf_qp_destroy'
+		} >"$TR/kprobe_events" || { vm_log "no kprobes"; return 0; }
+		echo 4096 >"$TR/buffer_size_kb"
+		echo >"$TR/trace"
+		echo 1 >"$TR/events/mbcf/enable"
+		return 0
+	fi
+	echo 0 >"$TR/events/mbcf/enable" 2>/dev/null || return 0
+	awk '/ qpd: | qpdret: / {
+		match($0, /-[0-9]+ +\[/); pid = substr($0, RSTART + 1, RLENGTH - 2) + 0
+		match($0, /[0-9]+\.[0-9]+: /); t = substr($0, RSTART, RLENGTH - 2) + 0
+		if ($0 ~ / qpd: /) { at[pid] = t; next }
+		if (pid in at) { d = t - at[pid]; n++; sum += d; if (d > max) max = d; if (d > 0.1) slow++; delete at[pid] }
+	} END { printf "mbcf_qp_destroy in the kernel: %d calls, max %.1f ms, mean %.2f ms, %d over 100 ms\n",
+		n, max * 1e3, n ? sum / n * 1e3 : 0, slow }' "$TR/trace"
+	echo >"$TR/kprobe_events"
+}
+
 vm_dmesg_mark
 
 # ---- 1. destroy_qp under fire -------------------------------------------------------
 vm_phase "1. destroy_qp racing frames and a streaming peer ($DESTROY_ROUNDS rounds)"
 live_start ib_send_bw 2 mbcf1
+destroy_trace on
 check with_timeout 900 "destroy race" "$prog" "${seed_opt[@]}" -f "$FLOOD" destroy "$DESTROY_ROUNDS"
+destroy_trace off
 live_kill
 after "the destroy race"
 
@@ -219,6 +248,8 @@ after "the destroy race"
 vm_phase "2. dereg_mr racing writes and reads ($DEREG_ROUNDS rounds)"
 live_start ib_read_bw 2 mbcf1
 check with_timeout 900 "dereg race" "$prog" "${seed_opt[@]}" -f "$FLOOD" dereg "$DEREG_ROUNDS"
+# one large write / read each, deregistered while half done
+check with_timeout 600 "dereg of half-done 8 MiB operations" "$prog" "${seed_opt[@]}" deregbig 3
 live_kill
 after "the dereg race"
 

@@ -3,7 +3,7 @@
  * Object lifetimes under fire, with exact checks (tests/vm/lifetimes.sh).
  *
  *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] destroy ROUNDS
- *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] dereg ROUNDS
+ *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] dereg|deregbig ROUNDS
  *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] holder PAIRS
  *                  [-E DEV=EVENT,EVENT...]... [-I EVENT]... [-w SECONDS]
  *
@@ -30,6 +30,11 @@
  *   returned the memory is filled with a marker byte: no later write may
  *   change it, and no later frame may carry it (a read of the target, or a
  *   write gathered from the local memory).
+ * deregbig: one 8 MiB write whose local memory A deregisters right after
+ *   posting it (the write must fail with LOC_PROT_ERR), and one 8 MiB read
+ *   of A's memory that A deregisters mid-response (the read must fail);
+ *   either way no byte written into the memory after dereg returned may
+ *   reach the peer.
  * holder: PAIRS pairs stream until the devices named by -E die under us
  *   (rdma link delete, netdev removal, rmmod: the script does that, after
  *   sending SIGUSR1 -- from then on a QP's first error may be RETRY_EXC_ERR,
@@ -372,6 +377,7 @@ static int run_destroy(int rounds)
 struct gstats {
 	int rounds[2];
 	int retry_exc;		/* remote rounds whose B ended with RETRY_EXC_ERR */
+	int flush_first;	/* local rounds whose A failed with flushes only */
 	double max;
 	uint64_t ok;
 	uint64_t late_reads, late_writes, late_landing, late_gather;
@@ -501,14 +507,21 @@ static void dereg_local(int r, struct vp_dev *da, struct vp_dev *db,
 	one[0] = &p.sa;
 	pump(one, 1, vp_rand_below(&seed, 31));
 
-	p.sa.err_ok = 1 << IBV_WC_LOC_PROT_ERR;
+	/*
+	 * LOC_PROT_ERR: a request named L.  WR_FLUSH_ERR first: the dereg
+	 * caught a write whose frames were still to be built; the kernel
+	 * fails the QP without a status for it (counted; deregbig asserts
+	 * the LOC_PROT_ERR it should get).
+	 */
+	p.sa.err_ok = 1 << IBV_WC_LOC_PROT_ERR | 1 << IBV_WC_WR_FLUSH_ERR;
 	dereg_checked(&l, pins0, gs, r);
 	memset(l.p, 0x77, l.len);
 	p.sa.land_unchecked = true;	/* L now holds 0x77: nothing may land */
 	post_after(&p.sa);
 	drain_checked(&p.sa, 30, "the dereg");
-	vp_check(p.sa.first_err == IBV_WC_LOC_PROT_ERR,
-		 "round %d: A's first error %s, expected LOC_PROT_ERR", r,
+	gs->flush_first += p.sa.first_err == IBV_WC_WR_FLUSH_ERR;
+	vp_check(p.sa.first_err == IBV_WC_LOC_PROT_ERR || p.sa.first_err == IBV_WC_WR_FLUSH_ERR,
+		 "round %d: A's first error %s, expected LOC_PROT_ERR (or WR_FLUSH_ERR)", r,
 		 p.sa.first_err < 0 ? "none" : vp_wc_status_str(p.sa.first_err));
 	st = vp_ep_state(&p.a);
 	vp_check(st == IBV_QPS_ERR, "round %d: A in state %d after LOC_PROT_ERR", r, st);
@@ -562,14 +575,173 @@ static int run_dereg(int rounds)
 	vp_check(!vp_dev_close(&da) && !vp_dev_close(&db), "close the devices");
 	printf("%s dereg: %d remote + %d local rounds, %llu operations completed, "
 	       "dereg max %.1f ms; B's first error RETRY_EXC_ERR in %d remote rounds "
-	       "(REM_ACCESS_ERR in the others); after dereg returned: %llu bytes read, %llu written "
+	       "(REM_ACCESS_ERR in the others), A's WR_FLUSH_ERR in %d local rounds "
+	       "(LOC_PROT_ERR in the others); after dereg returned: %llu bytes read, %llu written "
 	       "(remote), %llu landed, %llu gathered (local); A after remote dereg: "
 	       "RTS %d ERR %d; %.1f s\n",
 	       vp_fails == f0 ? "PASS" : "FAIL", gs.rounds[0], gs.rounds[1],
-	       (unsigned long long)gs.ok, gs.max * 1e3, gs.retry_exc,
+	       (unsigned long long)gs.ok, gs.max * 1e3, gs.retry_exc, gs.flush_first,
 	       (unsigned long long)gs.late_reads, (unsigned long long)gs.late_writes,
 	       (unsigned long long)gs.late_landing, (unsigned long long)gs.late_gather,
 	       gs.a_state[IBV_QPS_RTS], gs.a_state[IBV_QPS_ERR], vp_now() - t0);
+	return vp_fails - f0;
+}
+
+/* ---- deregbig: dereg while one large operation is half done ----------------- */
+
+#define BIG	(8u << 20)
+
+/* The first completion on @cq within @timeout_s: its status, -1 if none. */
+static int one_wc(struct ibv_cq *cq, double timeout_s, double *at)
+{
+	double end = vp_now() + timeout_s;
+	struct ibv_wc wc;
+	int n;
+
+	while (!(n = ibv_poll_cq(cq, 1, &wc)))
+		if (vp_now() > end)
+			return -1;
+	*at = vp_now();
+	return n < 0 ? -1 : (int)wc.status;
+}
+
+/* Bytes of @p that are neither 0 nor pattern @tag at their offset. */
+static size_t foreign_bytes(const uint8_t *p, size_t len, uint32_t tag, uint8_t *seen)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < len; i++)
+		if (p[i] && p[i] != vp_pat(tag, i)) {
+			*seen = p[i];
+			n++;
+		}
+	return n;
+}
+
+/*
+ * A writes 8 MiB from L to B and deregisters L right after posting: the
+ * frames built after the dereg cannot gather their payload.  A's request
+ * must fail with LOC_PROT_ERR (verbs: its local memory is gone), A ends in
+ * ERR, and B never receives a byte A wrote into L after dereg returned.
+ */
+static void big_local(int r, struct vp_dev *da, struct vp_dev *db)
+{
+	struct vp_buf l, t;
+	struct pair p;
+	double t0, at;
+	uint8_t seen = 0;
+	size_t foreign;
+	long pins0;
+	int st;
+
+	pair_connect(&p, da, db, &race_opts);
+	vp_buf_alloc(&l, BIG);
+	vp_buf_alloc(&t, BIG);
+	vp_fill_pat(l.p, BIG, 0x900 + r, 0);
+	pins0 = vp_pins_held();
+	if (vp_buf_reg(&l, da, VP_ACCESS_ALL) || vp_buf_reg(&t, db, VP_ACCESS_ALL))
+		vp_die("ibv_reg_mr: %s", strerror(errno));
+	pins0 += (long)(t.len / VP_PAGE);
+	if (vp_post_rdma(&p.a, IBV_WR_RDMA_WRITE, l.p, BIG, l.mr->lkey, (uintptr_t)t.p,
+			 t.mr->rkey, 1))
+		vp_die("post");
+	t0 = vp_now();
+	vp_check(!ibv_dereg_mr(l.mr), "big %d: dereg L", r);
+	l.mr = NULL;
+	vp_check(vp_pins_held() == pins0, "big %d: L's pages still pinned when dereg returned", r);
+	memset(l.p, 0x77, l.len);
+	st = one_wc(p.a.cq, 30, &at);
+	foreign = foreign_bytes(t.p, BIG, 0x900 + r, &seen);
+	printf("big %d local: 8 MiB write, L deregistered after posting: A's completion %s after %.2f s; "
+	       "%zu bytes at B neither 0 nor L's pattern (last %#x)\n", r,
+	       st < 0 ? "none" : vp_wc_status_str(st), at - t0, foreign, seen);
+	vp_check(st == IBV_WC_LOC_PROT_ERR, "big %d: the write whose memory was deregistered completed "
+		 "with %s, expected LOC_PROT_ERR", r, st < 0 ? "nothing" : vp_wc_status_str(st));
+	st = vp_ep_state(&p.a);
+	vp_check(st == IBV_QPS_ERR, "big %d: A in state %d", r, st);
+	vp_check(!foreign, "big %d: B received %zu bytes A wrote after dereg returned", r, foreign);
+	qp_destroy(&p.a, "A");
+	qp_destroy(&p.b, "B");
+	vp_flood_unaim(&flood, 0);
+	cq_destroy(&p.a, "A");
+	cq_destroy(&p.b, "B");
+	vp_buf_free(&l);
+	vp_buf_free(&t);
+}
+
+/*
+ * B reads 8 MiB from A's T; A deregisters T once the first bytes arrived
+ * (the responder is mid-response) and overwrites it.  B's read must fail
+ * (the protocol has no way yet to refuse a read already under way: see
+ * the report; any error is accepted and printed), and B must never receive
+ * a byte A wrote into T after dereg returned.
+ */
+static void big_remote(int r, struct vp_dev *da, struct vp_dev *db, int *statuses)
+{
+	struct vp_buf t, land;
+	struct pair p;
+	double t0, at, end;
+	uint8_t seen = 0;
+	size_t foreign;
+	long pins0;
+	int st;
+
+	pair_connect(&p, da, db, &race_opts);
+	vp_buf_alloc(&t, BIG);
+	vp_buf_alloc(&land, BIG);
+	vp_fill_pat(t.p, BIG, 0xa00 + r, 0);
+	if (vp_buf_reg(&land, db, VP_ACCESS_ALL))
+		vp_die("ibv_reg_mr: %s", strerror(errno));
+	pins0 = vp_pins_held();
+	if (vp_buf_reg(&t, da, VP_ACCESS_ALL))
+		vp_die("ibv_reg_mr: %s", strerror(errno));
+	if (vp_post_rdma(&p.b, IBV_WR_RDMA_READ, land.p, BIG, land.mr->lkey, (uintptr_t)t.p,
+			 t.mr->rkey, 1))
+		vp_die("post");
+	/* the response is under way once its first bytes landed */
+	end = vp_now() + 30;
+	while (!*(volatile uint64_t *)land.p && vp_now() < end)
+		;
+	t0 = vp_now();
+	vp_check(!ibv_dereg_mr(t.mr), "big %d: dereg T", r);
+	t.mr = NULL;
+	vp_check(vp_pins_held() == pins0, "big %d: T's pages still pinned when dereg returned", r);
+	memset(t.p, 0x5e, t.len);
+	st = one_wc(p.b.cq, 60, &at);
+	foreign = foreign_bytes(land.p, BIG, 0xa00 + r, &seen);
+	printf("big %d remote: 8 MiB read, T deregistered mid-response: B's completion %s after %.2f s; "
+	       "%zu bytes landed that are neither 0 nor T's pattern (last %#x)\n", r,
+	       st < 0 ? "none" : vp_wc_status_str(st), at - t0, foreign, seen);
+	if (st >= 0 && st < 32)
+		statuses[st]++;
+	vp_check(st > 0, "big %d: B's read did not fail (%d)", r, st);
+	vp_check(!foreign, "big %d: B received %zu bytes A wrote into T after dereg returned (%#x)",
+		 r, foreign, seen);
+	qp_destroy(&p.a, "A");
+	qp_destroy(&p.b, "B");
+	vp_flood_unaim(&flood, 0);
+	cq_destroy(&p.a, "A");
+	cq_destroy(&p.b, "B");
+	vp_buf_free(&t);
+	vp_buf_free(&land);
+}
+
+static int run_deregbig(int rounds)
+{
+	struct vp_dev da, db;
+	int r, f0 = vp_fails, statuses[32] = { 0 };
+
+	if (vp_dev_open(&da, dev_a) || vp_dev_open(&db, dev_b))
+		vp_die("open %s / %s", dev_a, dev_b);
+	for (r = 0; r < rounds; r++) {
+		big_local(r, &da, &db);
+		big_remote(r, &da, &db, statuses);
+	}
+	vp_check(!vp_dev_close(&da) && !vp_dev_close(&db), "close the devices");
+	printf("%s deregbig: %d rounds; B's read ended with REM_ACCESS_ERR %d, REM_OP_ERR %d, "
+	       "RETRY_EXC_ERR %d times\n", vp_fails == f0 ? "PASS" : "FAIL", rounds,
+	       statuses[IBV_WC_REM_ACCESS_ERR], statuses[IBV_WC_REM_OP_ERR],
+	       statuses[IBV_WC_RETRY_EXC_ERR]);
 	return vp_fails - f0;
 }
 
@@ -956,7 +1128,7 @@ static int run_holder(int npairs)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] destroy|dereg ROUNDS\n"
+		"usage: mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] destroy|dereg|deregbig ROUNDS\n"
 		"       mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] [-w SEC]\n"
 		"                      [-E DEV=EVENT,...]... [-I EVENT]... holder PAIRS\n");
 	exit(2);
@@ -1000,6 +1172,8 @@ int main(int argc, char **argv)
 		fails = run_destroy(n);
 	else if (!strcmp(argv[optind], "dereg"))
 		fails = run_dereg(n);
+	else if (!strcmp(argv[optind], "deregbig"))
+		fails = run_deregbig(n);
 	else if (!strcmp(argv[optind], "holder"))
 		fails = run_holder(n);
 	else
