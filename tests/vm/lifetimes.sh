@@ -306,6 +306,10 @@ for ((i = 1; i <= REMOVALS; i++)); do
 	removal "ip link del veth0 (#$i)" mbcf0=PORT_ERR*,GID_CHANGE*,DEVICE_FATAL \
 		mbcf1=PORT_ERR*,GID_CHANGE*,DEVICE_FATAL -- ip link del veth0
 	check assert_eq "" "$(rdma link show 2>/dev/null | grep mbcf)" "no mbcf link after ip link del veth0"
+	# a vanishing netdev: query_port still answers (else the core drops the
+	# port's PORT_ERR), and nothing is sent on it any more
+	check assert_eq "" "$(dmesg | tail -n +"$((VM_DMESG_MARK + 1))" | grep -E 'mbcf[0-9]+: ib_query_port failed|selects TX queue' | head -n 3)" \
+		"no failed query_port of mbcf, no transmit on the vanishing veth"
 	after "ip link del veth0 under a holder (#$i)"
 
 	removal "rmmod mbcf (#$i)" mbcf0=DEVICE_FATAL mbcf1=DEVICE_FATAL -- rmmod mbcf

@@ -233,6 +233,7 @@ t=$EPOCHREALTIME
 kill -KILL "$hpid"
 wait "$hpid" 2>/dev/null
 kt=$(vm_elapsed_since "$t")
+check assert_eq "0 0" "$(res qp) $(res mr)" "QPs and MRs left when the killed holder was reaped"
 vm_log "SIGKILL teardown of $NDESTROY QPs + $NDESTROY MRs: $kt s (grace period $gp ms: $NDESTROY of them = $(awk -v g="$gp" -v n="$NDESTROY" 'BEGIN { printf "%.1f", g * n / 1000 }') s)"
 check assert_eq 1 "$(awk -v k="$kt" -v g="$gp" -v n="$NDESTROY" 'BEGIN { print (k < 0.1 * n * g / 1000) ? 1 : 0 }')" \
 	"SIGKILL teardown ($kt s) well under $NDESTROY grace periods"

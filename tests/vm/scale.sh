@@ -25,9 +25,12 @@ MRS=10000
 CQS=32
 T0=$SECONDS
 
+# res TYPE: objects of TYPE on the mbcf devices, from the per-device
+# summary of `rdma resource show` (its per-object listing misses objects)
 res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk '/(^|[[:space:]])(dev|link) mbcf[0-9]+([\/[:space:]]|$)/ { n++ } END { print n + 0 }'
+	rdma resource show 2>/dev/null | awk -v t="$1" '
+		$2 ~ /^mbcf[0-9]+:$/ { for (i = 3; i < NF; i++) if ($i == t) n += $(i + 1) }
+		END { print n + 0 }'
 }
 
 # balance DEV: rx_frames equals the sum of the verdict counters.
@@ -77,6 +80,9 @@ t=$EPOCHREALTIME
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 tk=$(vm_elapsed_since "$t")
+# the teardown runs in the exit path: nothing may be left when wait returns
+left=$(rdma resource show 2>/dev/null | awk '$2 ~ /^mbcf[0-9]+:$/ { for (i = 3; i < NF; i++) if ($i ~ /^(qp|cq|mr|pd)$/) n += $(i + 1) } END { print n + 0 }')
+check assert_eq 0 "$left" "QPs+CQs+MRs+PDs left on mbcf devices when the killed process was reaped"
 end=$((SECONDS + 300))
 while :; do
 	q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(vm_pins_held)
@@ -84,7 +90,7 @@ while :; do
 	[ "$SECONDS" -ge "$end" ] && break
 	sleep 0.5
 done
-vm_log "teardown: process gone after $tk s, everything released after $(vm_elapsed_since "$t") s"
+vm_log "teardown: SIGKILL to reaped (every object destroyed) $tk s; pins checked after $(vm_elapsed_since "$t") s"
 check assert_eq 0000 "$q$c$m$p" "QP/CQ/MR/PD count on mbcf devices after SIGKILL"
 check assert_eq "$base_pins" "$pins" "pinned pages after SIGKILL"
 sleep 1		# frames still in flight reach their verdict
