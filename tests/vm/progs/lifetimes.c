@@ -171,13 +171,13 @@ static void leftovers(struct st_stream *s)
 		;
 }
 
-/* Wait for a free window slot (or an error), then post one more request. */
+/* Wait for a free send slot (or an error), then post at least one more request. */
 static void post_after(struct st_stream *s)
 {
 	double end = vp_now() + 10;
 
-	while (st_outstanding(s) >= (uint64_t)s->window + (uint64_t)s->rwindow &&
-	       s->first_err < 0 && vp_now() < end)
+	while (s->next - s->done >= (uint64_t)s->window && s->first_err < 0 &&
+	       vp_now() < end)
 		st_poll(s);
 	s->posting = true;
 	st_fill(s);
