@@ -64,7 +64,8 @@ static int conn_check(const struct mbcf_conn_cfg *cfg, const struct mbcf_ops *op
 {
 	if (!ops->xmit || !ops->target_write || !ops->target_check_read ||
 	    !ops->target_atomic || !ops->recv_claim || !ops->recv_write ||
-	    !ops->resp_data || !ops->complete || !ops->timer || !ops->error)
+	    !ops->resp_data || !ops->complete || !ops->timer || !ops->error ||
+	    !ops->local || !ops->invalidate)
 		return MBCF_POST_INVAL;
 	if (!conn_pow2(req_size) || !conn_pow2(resp_size) ||
 	    req_size > (1u << 20) || resp_size > (1u << 20))
@@ -166,7 +167,7 @@ static void conn_settle(struct mbcf_conn *c, u64 now)
 		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	if (c->state == MBCF_CONN_RTS) {
 		mbcf_send_push(c, now);
-		if (c->ack_due && !c->ack_hold)
+		if (c->ack_due && !c->ack_hold && !c->cfg.uc)
 			mbcf_send_control(c, MBCF_OP_ACK, 0);
 	}
 	if (c->tx_unflushed) {

@@ -13,13 +13,31 @@
 
 static_assert(sizeof(struct ib_uverbs_wc) == MBCF_CQE_SIZE);
 
+/* A ring of @n entries user space maps, described in @ri. */
+static struct mbcf_umap *mbcf_cq_umap(struct ib_udata *udata, u32 n,
+				      struct mbcf_ring_info *ri)
+{
+	struct mbcf_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
+	struct mbcf_umap *m;
+
+	m = mbcf_umap_create(&uc->ibuc,
+			     MBCF_RING_ENTRIES_OFF + (size_t)n * MBCF_CQE_SIZE);
+	if (IS_ERR(m))
+		return m;
+	ri->mmap_offset = mbcf_umap_offset(m);
+	ri->mmap_len = m->len;
+	ri->num_entries = n;
+	ri->stride = MBCF_CQE_SIZE;
+	return m;
+}
+
 int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata)
 {
 	struct mbcf_dev *dev = to_mbcf_dev(ibcq->device);
 	struct mbcf_cq *cq = to_mbcf_cq(ibcq);
 	struct mbcf_create_cq_resp resp = {};
-	struct mbcf_ucontext *uc;
 	u32 n;
 	int err;
 
@@ -35,9 +53,7 @@ int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	n = roundup_pow_of_two(attr->cqe);
-	uc = rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
-	cq->umap = mbcf_umap_create(&uc->ibuc,
-				    MBCF_RING_ENTRIES_OFF + (size_t)n * MBCF_CQE_SIZE);
+	cq->umap = mbcf_cq_umap(udata, n, &resp.ring);
 	if (IS_ERR(cq->umap)) {
 		err = PTR_ERR(cq->umap);
 		cq->umap = NULL;
@@ -46,11 +62,6 @@ int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	spin_lock_init(&cq->lock);
 	mbcf_ring_init(&cq->ring, cq->umap->buf, n, MBCF_CQE_SIZE, 0);
 	ibcq->cqe = n;
-
-	resp.ring.mmap_offset = mbcf_umap_offset(cq->umap);
-	resp.ring.mmap_len = cq->umap->len;
-	resp.ring.num_entries = n;
-	resp.ring.stride = MBCF_CQE_SIZE;
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
 		goto err_umap;
@@ -61,6 +72,59 @@ err_umap:
 err_count:
 	atomic_dec(&dev->cq_count);
 	return err;
+}
+
+/*
+ * ibv_resize_cq: a new ring holding the completions not yet polled, in
+ * order, at its start.  The provider calls this with its pollers stopped,
+ * so the consumer index in the old ring is final; completions that come
+ * meanwhile wait for cq->lock and land in the new ring.  EINVAL below the
+ * number of completions waiting (verbs), or when the consumer index makes
+ * no sense.
+ */
+int mbcf_cq_resize(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct mbcf_cq *cq = to_mbcf_cq(ibcq);
+	struct mbcf_resize_cq_resp resp = {};
+	struct mbcf_ring_end next;
+	struct mbcf_umap *m, *old;
+	unsigned long irqf;
+	u32 n, cons, waiting, i;
+
+	if (!udata || udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (cqe < 1 || cqe > MBCF_MAX_CQE)
+		return -EINVAL;
+	n = roundup_pow_of_two(cqe);
+	m = mbcf_cq_umap(udata, n, &resp.ring);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	mbcf_ring_init(&next, m->buf, n, MBCF_CQE_SIZE, 0);
+
+	spin_lock_irqsave(&cq->lock, irqf);
+	cons = mbcf_ring_load_acquire(mbcf_ring_cons(&cq->ring));
+	waiting = cq->ring.idx - cons;
+	if (waiting > cq->ring.mask + 1 || waiting > n) {
+		spin_unlock_irqrestore(&cq->lock, irqf);
+		mbcf_umap_remove(m);
+		return -EINVAL;
+	}
+	for (i = 0; i < waiting; i++)
+		memcpy(mbcf_ring_entry(&next, i),
+		       mbcf_ring_entry(&cq->ring, cons + i), MBCF_CQE_SIZE);
+	next.idx = waiting;
+	mbcf_ring_store(mbcf_ring_prod(&next), waiting);
+	old = cq->umap;
+	cq->ring = next;
+	cq->umap = m;
+	ibcq->cqe = n;
+	spin_unlock_irqrestore(&cq->lock, irqf);
+
+	/* nothing lands in the old ring any more: polling it fails */
+	mbcf_ring_store_release((u32 *)((u8 *)old->buf + MBCF_RING_FLAGS_OFF),
+				MBCF_RING_F_DEAD);
+	mbcf_umap_remove(old);
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
 /*

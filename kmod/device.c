@@ -126,6 +126,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	atomic_set(&dev->ucontext_count, 0);
 	atomic_set(&dev->cq_count, 0);
 	atomic_set(&dev->qp_count, 0);
+	atomic64_set(&dev->qp_ids, 0);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	spin_lock_init(&dev->retired_lock);
 	mbcf_mr_dev_init(dev);
@@ -145,6 +146,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	ib_set_device_ops(&dev->ibdev, &mbcf_device_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_verbs_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_mr_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_mw_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_stats_ops);
 	return dev;
 }

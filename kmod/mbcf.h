@@ -20,6 +20,7 @@
  *   net.c     the only file that touches sk_buff: frames in and out
  *   stats.c   counters for `rdma statistic`
  *   mr.c      memory regions: the only file that touches user pages
+ *   mw.c      memory windows: rkeys that resolve to a bound MR range
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -35,7 +36,7 @@
 #include "mbcf/ring.h"
 
 #define MBCF_DRV_NAME		"mbcf"
-#define MBCF_FW_VERSION		"0.1.0"
+#define MBCF_FW_VERSION		MBCF_VERSION	/* mbcf-version.h, see Kbuild */
 
 /* Limits reported by query_device; verbs.c enforces each of them. */
 #define MBCF_MAX_QP		4096
@@ -44,6 +45,7 @@
 #define MBCF_MAX_CQ		4096
 #define MBCF_MAX_CQE		(64 * 1024)
 #define MBCF_MAX_MR		(64 * 1024)
+#define MBCF_MAX_MW		(64 * 1024)
 #define MBCF_MAX_PD		(64 * 1024)
 #define MBCF_MAX_RD_ATOMIC	16
 #define MBCF_MAX_INLINE		256
@@ -76,6 +78,7 @@ struct mbcf_dev {
 	atomic_t ucontext_count;
 	atomic_t cq_count;
 	atomic_t qp_count;
+	atomic64_t qp_ids;		/* QP ids: device-unique, never reused */
 	struct xarray qp_xa;		/* qpn -> struct mbcf_qp, RCU lookups */
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
@@ -89,6 +92,7 @@ struct mbcf_dev {
 	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
 	u8 mr_gen;			/* key generation, bumped on wrap (xa_lock) */
 	atomic_t mr_count;
+	atomic_t mw_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 };
 
@@ -157,6 +161,7 @@ struct mbcf_qp {
 	struct ib_qp ibqp;
 	struct mbcf_dev *dev;
 	struct mbcf_qp_ref *ref;
+	u64 id;				/* device-unique: names it to windows */
 	/*
 	 * Serialises everything below: every call into the protocol core,
 	 * the rings, the state.  Taken and released in qp.c only, from
@@ -253,6 +258,7 @@ void mbcf_umap_free(struct rdma_user_mmap_entry *e);
 int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata);
 int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata);
+int mbcf_cq_resize(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
 		 bool solicited);
@@ -287,6 +293,7 @@ int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
 int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
 			 const u8 *src, u32 len);
 int mbcf_wr_complete(struct mbcf_qp *qp, const struct mbcf_cqe *c);
+int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);
@@ -325,33 +332,58 @@ struct mbcf_mr {
 	u32 key;			/* lkey == rkey: index << 8 | generation */
 	u32 page_offset;		/* of byte 0 (at iova) in pages[0] */
 	int access;			/* IB_ACCESS_* granted */
-	refcount_t ref;			/* registry + receive-path copies */
+	refcount_t ref;			/* registry + users + bound windows */
 	struct completion released;	/* ref hit zero: pages unused */
+	spinlock_t lock;		/* windows, dead */
+	u32 windows;			/* memory windows bound to it */
+	bool dead;			/* being deregistered: binds fail */
 	struct rcu_head rcu;		/* late lookups may read the struct */
+};
+
+/* mr_xa entries of memory windows carry this tag (xa_tag_pointer). */
+#define MBCF_MR_TAG_MW		1
+
+/* A BIND_MW request, as wr.c keeps it. */
+struct mbcf_mw_bind {
+	u32 mw_rkey;			/* the window's current rkey */
+	u32 new_rkey;			/* its key byte becomes the window's */
+	u32 mr_lkey;
+	int access;			/* IB_ACCESS_REMOTE_* */
+	u64 addr, length;		/* length 0: unbind (type 1) */
 };
 
 extern const struct ib_device_ops mbcf_mr_ops;
 void mbcf_mr_dev_init(struct mbcf_dev *dev);
 void mbcf_mr_dev_fini(struct mbcf_dev *dev);
+int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key);
+void mbcf_mr_put(struct mbcf_mr *mr);
+struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
+				     u64 length, int access);
 /*
- * Lookups: any context, never sleep.  0, or -ENOKEY (no such key, or a
- * stale one), -EACCES (access flags or PD), -ERANGE (bounds), -EINVAL
+ * Lookups on behalf of @qp (its PD; the QP a type 2 window is bound to):
+ * any context, never sleep.  0, or -ENOKEY (no such key, a stale one, an
+ * unbound window), -EACCES (access flags or PD), -ERANGE (bounds), -EINVAL
  * (atomic va not 8-byte aligned: an invalid request, not an access error).
  */
-int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		    const void *src, u32 len, int access);
-int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		     void *dst, u32 len, int access);
-int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		  u32 len, int access);
-int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		   bool cmp_swap, u64 swap_add, u64 compare, u64 *orig);
-int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
-		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-		   void *dst, u32 len);
-int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
-		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-		    const void *src, u32 len);
+int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
+		    u32 len, int access);
+int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
+		     int access);
+int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access);
+int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
+		   u64 swap_add, u64 compare, u64 *orig);
+int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
+		   u32 offset, void *dst, u32 len);
+int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+		    u32 num_sge, u32 offset, const void *src, u32 len);
+
+/* mw.c */
+struct mbcf_window;
+extern const struct ib_device_ops mbcf_mw_ops;
+struct mbcf_mr *mbcf_mw_resolve(struct mbcf_window *win, struct mbcf_qp *qp,
+				u32 rkey, u64 va, u64 len, int access);
+int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b);
+int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote);
 
 /*
  * Zero-copy transmit: instead of copying, reference the pages that hold the
@@ -371,10 +403,9 @@ struct mbcf_spans {
 
 enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
 
-int mbcf_mr_ref_pages(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		      u32 len, int access, struct mbcf_spans *sp);
-int mbcf_mr_gather_pages(struct mbcf_dev *dev, struct ib_pd *pd,
-			 const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-			 u32 len, struct mbcf_spans *sp);
+int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
+		      struct mbcf_spans *sp);
+int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 
 #endif /* MBCF_KMOD_H */

@@ -5,6 +5,8 @@
  *
  * A key (lkey == rkey) is the MR's index in the device's xarray shifted left
  * by 8, or'ed with a generation, so a stale key whose index was reused fails.
+ * Memory windows (mw.c) share the key space: their xarray entries are
+ * tagged, and a window's rkey resolves to the MR it is bound to.
  * The receive path (softirq, under a QP spinlock) finds the MR under
  * rcu_read_lock() and checks key, PD, access and bounds before it touches a
  * byte; a copy also holds a reference.  dereg_mr unpublishes the MR, drops
@@ -29,7 +31,8 @@
 
 /* The access an MR may grant; anything else is refused. */
 #define MBCF_MR_ACCESS		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+				 IB_ACCESS_MW_BIND)
 
 static inline struct mbcf_mr *to_mbcf_mr(struct ib_mr *ibmr)
 {
@@ -47,6 +50,7 @@ void mbcf_mr_dev_init(struct mbcf_dev *dev)
 	dev->mr_next = 1;
 	dev->mr_gen = 0;
 	atomic_set(&dev->mr_count, 0);
+	atomic_set(&dev->mw_count, 0);
 	atomic_long_set(&dev->mr_pinned_pages, 0);
 }
 
@@ -54,6 +58,7 @@ void mbcf_mr_dev_init(struct mbcf_dev *dev)
 void mbcf_mr_dev_fini(struct mbcf_dev *dev)
 {
 	WARN_ON_ONCE(atomic_read(&dev->mr_count));
+	WARN_ON_ONCE(atomic_read(&dev->mw_count));
 	WARN_ON_ONCE(atomic_long_read(&dev->mr_pinned_pages));
 	WARN_ON_ONCE(!xa_empty(&dev->mr_xa));
 	xa_destroy(&dev->mr_xa);
@@ -113,7 +118,7 @@ err_count:
  * cursor wrapped, so bumping the generation on each wrap makes every key
  * of a reused index differ from its old ones (for 256 wraps).
  */
-static int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key)
+int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key)
 {
 	u32 index;
 	int err;
@@ -141,6 +146,7 @@ static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
+	spin_lock_init(&mr->lock);
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
 	atomic_long_add(mr->npages, &dev->mr_pinned_pages);
@@ -206,18 +212,29 @@ err_count:
 	return ERR_PTR(err);
 }
 
-static void mbcf_mr_put(struct mbcf_mr *mr)
+void mbcf_mr_put(struct mbcf_mr *mr)
 {
 	if (refcount_dec_and_test(&mr->ref))
 		complete(&mr->released);
 }
 
-/* Also called for each live MR when a process dies; must not fail. */
+/*
+ * Also called for each live MR when a process dies.  EBUSY while memory
+ * windows are bound to it (verbs); the RDMA core retries after it has
+ * deallocated the windows, so teardown always completes.
+ */
 static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct mbcf_mr *mr = to_mbcf_mr(ibmr);
 	struct mbcf_dev *dev = mbcf_pd_dev(mr->pd);
 
+	spin_lock_bh(&mr->lock);
+	if (mr->windows) {
+		spin_unlock_bh(&mr->lock);
+		return -EBUSY;
+	}
+	mr->dead = true;	/* no window binds to it from now on */
+	spin_unlock_bh(&mr->lock);
 	xa_erase(&dev->mr_xa, mbcf_mr_key_index(mr->key));
 	/*
 	 * No new copy can start now: a lookup that loaded the MR before the
@@ -240,14 +257,13 @@ const struct ib_device_ops mbcf_mr_ops = {
 /* --- lookup and access (any context, never sleeps) ------------------------- */
 
 /*
- * The MR of key, if it grants access to [va, va + len) in pd.  Caller holds
- * rcu_read_lock(), which keeps the struct (not its pages) valid.
+ * @mr (the xarray entry of key's index), if it is key's MR and grants
+ * access to [va, va + len) in pd.  Caller holds rcu_read_lock(), which
+ * keeps the struct (not its pages) valid.
  */
-static struct mbcf_mr *mbcf_mr_find(struct mbcf_dev *dev, struct ib_pd *pd,
+static struct mbcf_mr *mbcf_mr_find(struct mbcf_mr *mr, struct ib_pd *pd,
 				    u32 key, u64 va, u64 len, int access)
 {
-	struct mbcf_mr *mr = xa_load(&dev->mr_xa, mbcf_mr_key_index(key));
-
 	if (!mr || mr->key != key)
 		return ERR_PTR(-ENOKEY);
 	if (mr->pd != pd || (mr->access & access) != access)
@@ -258,14 +274,29 @@ static struct mbcf_mr *mbcf_mr_find(struct mbcf_dev *dev, struct ib_pd *pd,
 	return mr;
 }
 
-/* mbcf_mr_find() plus a reference that keeps the pages pinned. */
-static struct mbcf_mr *mbcf_mr_get(struct mbcf_dev *dev, struct ib_pd *pd,
-				   u32 key, u64 va, u64 len, int access)
+/*
+ * The MR that holds [va, va + len) under @key for an access on behalf of
+ * @qp (its PD; a type 2 window's QP), with a reference that keeps the
+ * pages pinned (mbcf_mr_put).  A window's rkey resolves to the MR it is
+ * bound to, with the window's access and bounds (remote access only).
+ */
+static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, u32 key, u64 va,
+				   u64 len, int access)
 {
-	struct mbcf_mr *mr = mbcf_mr_find(dev, pd, key, va, len, access);
+	void *e;
+	struct mbcf_mr *mr;
 
-	if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
-		return ERR_PTR(-ENOKEY);	/* being deregistered */
+	rcu_read_lock();
+	e = xa_load(&qp->dev->mr_xa, mbcf_mr_key_index(key));
+	if (xa_pointer_tag(e) == MBCF_MR_TAG_MW) {
+		mr = mbcf_mw_resolve(xa_untag_pointer(e), qp, key, va, len,
+				     access);
+	} else {
+		mr = mbcf_mr_find(e, qp->ibqp.pd, key, va, len, access);
+		if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
+			mr = ERR_PTR(-ENOKEY);	/* being deregistered */
+	}
+	rcu_read_unlock();
 	return mr;
 }
 
@@ -336,58 +367,76 @@ static int mbcf_mr_walk(struct mbcf_mr *mr, u64 off, u32 len,
 	return 0;
 }
 
-static int mbcf_mr_access(struct mbcf_dev *dev, struct ib_pd *pd, u32 key,
-			  u64 va, u32 len, int access, enum mbcf_mr_op op,
-			  void *arg)
+/*
+ * The MR @lkey names, for a window that @qp binds: in @qp's PD, registered
+ * with MW_BIND (and @access), holding [addr, addr + length), not being
+ * deregistered.  Referenced and counted in mr->windows: the window's
+ * binding owns both (mw.c drops them when it unbinds).
+ */
+struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
+				     u64 length, int access)
 {
 	struct mbcf_mr *mr;
-	int err = 0;
+	void *e;
+
+	rcu_read_lock();
+	e = xa_load(&qp->dev->mr_xa, mbcf_mr_key_index(lkey));
+	if (xa_pointer_tag(e) == MBCF_MR_TAG_MW)
+		e = NULL;	/* a window's key names no MR */
+	mr = mbcf_mr_find(e, qp->ibqp.pd, lkey, addr, length,
+			  access | IB_ACCESS_MW_BIND);
+	if (!IS_ERR(mr)) {
+		spin_lock_bh(&mr->lock);
+		if (mr->dead || !refcount_inc_not_zero(&mr->ref))
+			mr = ERR_PTR(-ENOKEY);
+		else
+			mr->windows++;
+		spin_unlock_bh(&mr->lock);
+	}
+	rcu_read_unlock();
+	return mr;
+}
+
+static int mbcf_mr_access(struct mbcf_qp *qp, u32 key, u64 va, u32 len,
+			  int access, enum mbcf_mr_op op, void *arg)
+{
+	struct mbcf_mr *mr;
+	int err;
 
 	/* Verbs: a zero-length operation needs no valid key. */
 	if (!len)
 		return 0;
-	rcu_read_lock();
-	if (op == MBCF_MR_CHECK) {
-		mr = mbcf_mr_find(dev, pd, key, va, len, access);
-		err = PTR_ERR_OR_ZERO(mr);
-	} else {
-		mr = mbcf_mr_get(dev, pd, key, va, len, access);
-		if (IS_ERR(mr)) {
-			err = PTR_ERR(mr);
-		} else {
-			err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
-			mbcf_mr_put(mr);
-		}
-	}
-	rcu_read_unlock();
+	mr = mbcf_mr_get(qp, key, va, len, access);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
+	mbcf_mr_put(mr);
 	return err;
 }
 
-int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		    const void *src, u32 len, int access)
+int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
+		    u32 len, int access)
 {
 	/* Pages pinned without FOLL_WRITE (no write access) are never written. */
-	return mbcf_mr_access(dev, pd, key, va, len,
-			      access | IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
-			      (void *)src);
+	return mbcf_mr_access(qp, key, va, len, access | IB_ACCESS_LOCAL_WRITE,
+			      MBCF_MR_STORE, (void *)src);
 }
 
-int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		     void *dst, u32 len, int access)
+int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
+		     int access)
 {
-	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_LOAD, dst);
+	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_LOAD, dst);
 }
 
-int mbcf_mr_ref_pages(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		      u32 len, int access, struct mbcf_spans *sp)
+int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
+		      struct mbcf_spans *sp)
 {
-	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_REF, sp);
+	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_REF, sp);
 }
 
-int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		  u32 len, int access)
+int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access)
 {
-	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_CHECK, NULL);
+	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_CHECK, NULL);
 }
 
 /*
@@ -412,26 +461,20 @@ static u64 mbcf_mr_atomic_op(struct mbcf_mr *mr, u64 off, bool cmp_swap,
 	return orig;
 }
 
-int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		   bool cmp_swap, u64 swap_add, u64 compare, u64 *orig)
+int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
+		   u64 swap_add, u64 compare, u64 *orig)
 {
 	struct mbcf_mr *mr;
-	int err = 0;
 
 	if (!IS_ALIGNED(va, sizeof(u64)))
 		return -EINVAL;
-	rcu_read_lock();
-	mr = mbcf_mr_get(dev, pd, key, va, sizeof(u64),
+	mr = mbcf_mr_get(qp, key, va, sizeof(u64),
 			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(mr)) {
-		err = PTR_ERR(mr);
-	} else {
-		*orig = mbcf_mr_atomic_op(mr, va - mr->iova, cmp_swap,
-					  swap_add, compare);
-		mbcf_mr_put(mr);
-	}
-	rcu_read_unlock();
-	return err;
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	*orig = mbcf_mr_atomic_op(mr, va - mr->iova, cmp_swap, swap_add, compare);
+	mbcf_mr_put(mr);
+	return 0;
 }
 
 /*
@@ -439,9 +482,8 @@ int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
  * SGEs before offset, then one MR access per SGE touched (one in the
  * common single-SGE case).
  */
-static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
-			      const struct mbcf_sge *sge, u32 num_sge,
-			      u32 offset, u32 len, int access,
+static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+			      u32 num_sge, u32 offset, u32 len, int access,
 			      enum mbcf_mr_op op, void *arg)
 {
 	const struct mbcf_sge *end = sge + num_sge;
@@ -462,7 +504,7 @@ static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
 		if (va < sge->addr)
 			return -ERANGE;
 		n = min_t(u64, len, sge->length - skip);
-		err = mbcf_mr_access(dev, pd, sge->lkey, va, n, access, op, arg);
+		err = mbcf_mr_access(qp, sge->lkey, va, n, access, op, arg);
 		if (err)
 			return err;
 		if (op != MBCF_MR_REF)
@@ -474,27 +516,24 @@ static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
 }
 
 /* Reading one's own registered memory needs no access flag. */
-int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
-		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-		   void *dst, u32 len)
+int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
+		   u32 offset, void *dst, u32 len)
 {
-	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len, 0,
+	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len, 0,
 				  MBCF_MR_LOAD, dst);
 }
 
-int mbcf_mr_gather_pages(struct mbcf_dev *dev, struct ib_pd *pd,
-			 const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-			 u32 len, struct mbcf_spans *sp)
+int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp)
 {
-	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len, 0,
+	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len, 0,
 				  MBCF_MR_REF, sp);
 }
 
-int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
-		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-		    const void *src, u32 len)
+int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+		    u32 num_sge, u32 offset, const void *src, u32 len)
 {
-	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len,
+	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len,
 				  IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
 				  (void *)src);
 }

@@ -69,8 +69,8 @@ static int mbcf_proto_target_write(void *env, u32 rkey, u64 va, const u8 *src,
 
 	if (!mbcf_proto_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
 		return MBCF_ST_REMOTE_ACCESS_ERROR;
-	return mbcf_proto_status(mbcf_mr_copy_in(qp->dev, qp->ibqp.pd, rkey, va,
-						 src, len, IB_ACCESS_REMOTE_WRITE));
+	return mbcf_proto_status(mbcf_mr_copy_in(qp, rkey, va, src, len,
+						 IB_ACCESS_REMOTE_WRITE));
 }
 
 static int mbcf_proto_target_check_read(void *env, u32 rkey, u64 va, u32 len)
@@ -79,8 +79,8 @@ static int mbcf_proto_target_check_read(void *env, u32 rkey, u64 va, u32 len)
 
 	if (!mbcf_proto_qp_allows(qp, IB_ACCESS_REMOTE_READ))
 		return MBCF_ST_REMOTE_ACCESS_ERROR;
-	return mbcf_proto_status(mbcf_mr_check(qp->dev, qp->ibqp.pd, rkey, va,
-					       len, IB_ACCESS_REMOTE_READ));
+	return mbcf_proto_status(mbcf_mr_check(qp, rkey, va, len,
+					       IB_ACCESS_REMOTE_READ));
 }
 
 static int mbcf_proto_target_atomic(void *env, u8 op, u32 rkey, u64 va,
@@ -91,8 +91,8 @@ static int mbcf_proto_target_atomic(void *env, u8 op, u32 rkey, u64 va,
 
 	if (!mbcf_proto_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC))
 		return MBCF_ST_REMOTE_ACCESS_ERROR;
-	err = mbcf_mr_atomic(qp->dev, qp->ibqp.pd, rkey, va,
-			     op == MBCF_OP_CMP_SWAP, swap_add, compare, orig);
+	err = mbcf_mr_atomic(qp, rkey, va, op == MBCF_OP_CMP_SWAP, swap_add,
+			     compare, orig);
 	if (err == -EINVAL)
 		return MBCF_ST_REMOTE_INVALID_REQUEST;	/* misaligned */
 	return mbcf_proto_status(err);
@@ -136,6 +136,21 @@ static void mbcf_proto_error(void *env, u8 wc_status)
 	mbcf_proto_qp(env)->pend |= MBCF_QP_PEND_ERROR;
 }
 
+/* A memory window bind or a local invalidate, when its turn comes. */
+static int mbcf_proto_local(void *env, u64 cookie)
+{
+	return mbcf_wr_local(mbcf_proto_qp(env), cookie);
+}
+
+/* SEND_INV at the responder. */
+static int mbcf_proto_invalidate(void *env, u32 rkey)
+{
+	struct mbcf_qp *qp = mbcf_proto_qp(env);
+
+	return mbcf_mw_invalidate(qp, rkey, true) ?
+	       MBCF_ST_REMOTE_INVALID_REQUEST : MBCF_ST_OK;
+}
+
 const struct mbcf_ops mbcf_proto_ops = {
 	.xmit = mbcf_proto_xmit,
 	.target_write = mbcf_proto_target_write,
@@ -147,4 +162,6 @@ const struct mbcf_ops mbcf_proto_ops = {
 	.complete = mbcf_proto_complete,
 	.timer = mbcf_proto_timer_arm,
 	.error = mbcf_proto_error,
+	.local = mbcf_proto_local,
+	.invalidate = mbcf_proto_invalidate,
 };

@@ -128,7 +128,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 		}
 		mbcf_qp_kick(qp);
 	}
-	event = qp->pend & MBCF_QP_PEND_EVENT;
+	event = (qp->pend & MBCF_QP_PEND_EVENT) && !qp->dying;
 	qp->pend &= ~MBCF_QP_PEND_EVENT;
 	spin_unlock_bh(&qp->lock);
 	if (event)
@@ -284,7 +284,8 @@ static int mbcf_qp_check_init(struct ib_qp_init_attr *init)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC) ||
+	    init->srq || init->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > MBCF_MAX_QP_WR || cap->max_recv_wr > MBCF_MAX_QP_WR ||
 	    cap->max_send_sge > MBCF_MAX_SGE || cap->max_recv_sge > MBCF_MAX_SGE ||
@@ -383,6 +384,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	qp->dev = dev;
+	qp->id = atomic64_inc_return(&dev->qp_ids);
 	spin_lock_init(&qp->lock);
 	skb_queue_head_init(&qp->txq);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
@@ -497,21 +499,36 @@ static u64 mbcf_qp_rto_ns(u8 timeout)
 	return 4096ull << min_t(u8, timeout, 31);
 }
 
-static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
-			      int mask)
+/* All or nothing: nothing of a modify_qp is applied unless all of it is valid. */
+static int mbcf_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_PKEY_INDEX && attr->pkey_index) ||
+	    (mask & IB_QP_PORT && attr->port_num != 1) ||
+	    (mask & IB_QP_MAX_DEST_RD_ATOMIC &&
+	     attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MAX_QP_RD_ATOMIC &&
+	     attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IB_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IB_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IB_QP_RNR_RETRY && attr->rnr_retry > 7))
+		return -EINVAL;
+	return 0;
+}
+
+static void mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
 {
 	struct ib_qp_attr *a = &qp->attr;
 
 	if (mask & IB_QP_ACCESS_FLAGS)
 		a->qp_access_flags = attr->qp_access_flags;
-	if (mask & IB_QP_PKEY_INDEX && attr->pkey_index)
-		return -EINVAL;
-	if (mask & IB_QP_PORT && attr->port_num != 1)
-		return -EINVAL;
 	if (mask & IB_QP_PATH_MTU)
 		a->path_mtu = attr->path_mtu;
 	if (mask & IB_QP_AV) {
 		a->ah_attr = attr->ah_attr;
+		/* a reference the core holds only during modify_qp */
+		a->ah_attr.grh.sgid_attr = NULL;
 		memcpy(qp->dmac, rdma_ah_retrieve_dmac(&attr->ah_attr), ETH_ALEN);
 	}
 	if (mask & IB_QP_DEST_QPN)
@@ -520,25 +537,18 @@ static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
 		a->rq_psn = attr->rq_psn & MBCF_PSN_MASK;
 	if (mask & IB_QP_SQ_PSN)
 		a->sq_psn = attr->sq_psn & MBCF_PSN_MASK;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		if (attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	}
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		if (attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
 		a->max_rd_atomic = attr->max_rd_atomic;
-	}
 	if (mask & IB_QP_MIN_RNR_TIMER)
-		a->min_rnr_timer = attr->min_rnr_timer & 31;
+		a->min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IB_QP_TIMEOUT)
 		a->timeout = attr->timeout;
 	if (mask & IB_QP_RETRY_CNT)
-		a->retry_cnt = min_t(u8, attr->retry_cnt, 7);
+		a->retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
-		a->rnr_retry = min_t(u8, attr->rnr_retry, 7);
-	return 0;
+		a->rnr_retry = attr->rnr_retry;
 }
 
 /* The core's view of the connection, from the verbs attributes. */
@@ -561,6 +571,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->max_dest_rd_atomic = clamp_t(u32, a->max_dest_rd_atomic, 1, qp->resp_size);
 	cfg->rto_ns = mbcf_qp_rto_ns(a->timeout);
 	cfg->min_rnr_ns = (u64)mbcf_qp_rnr_us[a->min_rnr_timer] * NSEC_PER_USEC;
+	cfg->uc = qp->ibqp.qp_type == IB_QPT_UC;
 }
 
 static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
@@ -572,6 +583,13 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 	case IB_QPS_RESET:
 		if (qp->conn.state != MBCF_CONN_RESET)
 			mbcf_conn_flush(&qp->conn);
+		/*
+		 * The next RTR starts a connection with zeroed counters
+		 * (mbcf_conn_init): what this one counted stays in the
+		 * device's totals, or rx_frames would outgrow its verdicts.
+		 */
+		mbcf_stats_retire(qp->dev, &qp->conn.ctr);
+		memset(&qp->conn.ctr, 0, sizeof(qp->conn.ctr));
 		mbcf_wr_reset(qp);	/* a reset QP has no requests */
 		mbcf_qp_default_attrs(qp);
 		break;
@@ -606,6 +624,8 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	enum ib_qp_state cur, next;
+	struct ib_qp_attr saved;
+	u8 saved_dmac[ETH_ALEN];
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -620,15 +640,23 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	next = mask & IB_QP_STATE ? attr->qp_state : cur;
 	err = -EINVAL;
 	if (cur != qp->state ||
-	    !ib_modify_qp_is_ok(cur, next, IB_QPT_RC, mask))
+	    !ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask))
 		goto out;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && cur != IB_QPS_INIT)
 		goto out;	/* the responder ring is sized at RTR */
-	err = mbcf_qp_save_attrs(qp, attr, mask);
+	err = mbcf_qp_check_attrs(attr, mask);
 	if (err)
 		goto out;
+	saved = qp->attr;
+	memcpy(saved_dmac, qp->dmac, ETH_ALEN);
+	mbcf_qp_save_attrs(qp, attr, mask);
 	if (next != cur || next == IB_QPS_RESET)
 		err = mbcf_qp_transition(qp, next);
+	if (err) {	/* the transition refused: nothing changes */
+		qp->attr = saved;
+		qp->dest_qpn = saved.dest_qp_num;
+		memcpy(qp->dmac, saved_dmac, ETH_ALEN);
+	}
 	if (!err)
 		mbcf_qp_settle(qp, mbcf_proto_now());
 out:
@@ -653,7 +681,7 @@ int mbcf_qp_query(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_bh(&qp->lock);
 
 	memset(init, 0, sizeof(*init));
-	init->qp_type = IB_QPT_RC;
+	init->qp_type = qp->ibqp.qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->cap = attr->cap;

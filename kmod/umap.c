@@ -33,7 +33,7 @@ static void mbcf_umap_release(struct mbcf_umap *m)
 
 	if (m->buf)
 		vunmap(m->buf);
-	for (i = 0; i < m->npages && m->pages[i]; i++)
+	for (i = 0; m->pages && i < m->npages && m->pages[i]; i++)
 		put_page(m->pages[i]);
 	kvfree(m->pages);
 	kfree(m);

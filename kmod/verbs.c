@@ -36,6 +36,7 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->max_cq = MBCF_MAX_CQ;
 	attr->max_cqe = MBCF_MAX_CQE;
 	attr->max_mr = MBCF_MAX_MR;
+	attr->max_mw = MBCF_MAX_MW;
 	attr->max_pd = MBCF_MAX_PD;
 	attr->max_qp_rd_atom = MBCF_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = MBCF_MAX_RD_ATOMIC;
@@ -44,6 +45,8 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	 * are atomic against the target CPU's own accesses too. */
 	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->max_pkeys = 1;
+	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->local_ca_ack_delay = 15;
 	/* The core copies this into ibdev->attrs at registration; nldev
 	 * refuses `rdma link delete` without it. */
@@ -186,6 +189,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.create_cq = mbcf_cq_create,
 	.destroy_cq = mbcf_cq_destroy,
 	.req_notify_cq = mbcf_cq_req_notify,
+	.resize_cq = mbcf_cq_resize,
 	.create_qp = mbcf_qp_create,
 	.modify_qp = mbcf_qp_modify,
 	.query_qp = mbcf_qp_query,

@@ -45,6 +45,8 @@ struct mbcf_wr_send {
 	union {
 		DECLARE_FLEX_ARRAY(struct mbcf_sge, sge);
 		DECLARE_FLEX_ARRAY(u8, data);	/* MBCF_WR_INLINE: len bytes */
+		struct mbcf_mw_bind bind;	/* IB_WC_BIND_MW */
+		u32 inv_rkey;			/* IB_WC_LOCAL_INV */
 	};
 };
 
@@ -83,8 +85,8 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 {
 	size_t hdr = send ? sizeof(struct mbcf_wr_send) :
 			    sizeof(struct mbcf_wr_recv);
-	size_t body = max_t(size_t, (size_t)max_sge * sizeof(struct mbcf_sge),
-			    max_inline);
+	size_t body = max3((size_t)max_sge * sizeof(struct mbcf_sge),
+			   (size_t)max_inline, sizeof(struct mbcf_mw_bind));
 
 	q->umap = mbcf_umap_create(uctx, MBCF_RING_ENTRIES_OFF + (size_t)n * stride);
 	if (IS_ERR(q->umap)) {
@@ -135,18 +137,18 @@ static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
 {
 	u32 prod, posted, held;
 
-	if (likely(!q->broken)) {
-		prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
-		posted = prod - q->ring.idx;
-		held = q->ring.rd - q->ring.idx;
-		if (likely(posted <= q->ring.mask + 1 && posted >= held)) {
-			*n = posted - held;
-			return 0;
-		}
+	if (unlikely(q->broken))
+		return -EPROTO;
+	prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
+	posted = prod - q->ring.idx;
+	held = q->ring.rd - q->ring.idx;
+	if (unlikely(posted > q->ring.mask + 1 || posted < held)) {
 		q->broken = true;
+		qp->pend |= MBCF_QP_PEND_FATAL;
+		return -EPROTO;
 	}
-	qp->pend |= MBCF_QP_PEND_FATAL;
-	return -EPROTO;
+	*n = posted - held;
+	return 0;
 }
 
 /*
@@ -163,6 +165,9 @@ static const u8 mbcf_wr_ops[] = {
 	[IB_UVERBS_WR_RDMA_READ] = MBCF_OP_READ_REQ,
 	[IB_UVERBS_WR_ATOMIC_CMP_AND_SWP] = MBCF_OP_CMP_SWAP,
 	[IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD] = MBCF_OP_FETCH_ADD,
+	[IB_UVERBS_WR_LOCAL_INV] = MBCF_OP_LOCAL,
+	[IB_UVERBS_WR_BIND_MW] = MBCF_OP_LOCAL,
+	[IB_UVERBS_WR_SEND_WITH_INV] = MBCF_OP_SEND_INV,
 };
 
 static u8 mbcf_wr_wc_opcode(u32 uverbs_op)
@@ -177,9 +182,50 @@ static u8 mbcf_wr_wc_opcode(u32 uverbs_op)
 		return IB_WC_COMP_SWAP;
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_UVERBS_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case IB_UVERBS_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_WC_SEND;
 	}
+}
+
+/* Reads and atomics need a response: an unreliable QP has none (verbs). */
+static bool mbcf_wr_op_allowed(const struct mbcf_qp *qp, u8 op)
+{
+	return qp->ibqp.qp_type != IB_QPT_UC ||
+	       !(op == MBCF_OP_READ_REQ || op == MBCF_OP_CMP_SWAP ||
+		 op == MBCF_OP_FETCH_ADD);
+}
+
+/*
+ * A memory window bind or local invalidate: carried out by the core's
+ * ops->local when its turn comes (mbcf_wr_local); a local invalidate
+ * waits for every earlier request to complete (IBA 10.6.5.1).
+ */
+static u8 mbcf_wr_parse_local(const struct mbcf_send_wqe *h,
+			      struct mbcf_wr_send *w, struct mbcf_wr *wr)
+{
+	if (h->send_flags & IB_SEND_INLINE)
+		return MBCF_WR_MALFORMED;
+	if (h->opcode == IB_UVERBS_WR_BIND_MW) {
+		w->bind = (struct mbcf_mw_bind){
+			.mw_rkey = h->mw_rkey,
+			.new_rkey = h->rkey,
+			.mr_lkey = h->bind.mr_lkey,
+			.access = h->bind.access,
+			.addr = h->remote_addr,
+			.length = h->bind.length,
+		};
+	} else {
+		w->inv_rkey = h->invalidate_rkey;
+		wr->flags |= MBCF_WR_FENCE_ALL;
+	}
+	if (h->send_flags & IB_SEND_FENCE)
+		wr->flags |= MBCF_WR_FENCE;
+	wr->op = MBCF_OP_LOCAL;
+	return IB_WC_SUCCESS;
 }
 
 /* Reads and atomics write the local buffer: it needs LOCAL_WRITE. */
@@ -203,8 +249,8 @@ static u8 mbcf_wr_take_sges(struct mbcf_qp *qp, struct mbcf_wr_send *w,
 		const struct mbcf_sge *s = &w->sge[i];
 
 		*len += s->length;
-		if (s->length && mbcf_mr_check(qp->dev, qp->ibqp.pd, s->lkey,
-					       s->addr, s->length, need))
+		if (s->length && mbcf_mr_check(qp, s->lkey, s->addr, s->length,
+					       need))
 			return IB_WC_LOC_PROT_ERR;
 	}
 	return IB_WC_SUCCESS;
@@ -229,8 +275,11 @@ static u8 mbcf_wr_parse_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 	w->num_sge = 0;
 	w->len = 0;
 	op = h->opcode < ARRAY_SIZE(mbcf_wr_ops) ? mbcf_wr_ops[h->opcode] : 0;
-	if (!op)
+	if (!op || !mbcf_wr_op_allowed(qp, op))
 		return MBCF_WR_MALFORMED;
+	memset(wr, 0, sizeof(*wr));
+	if (op == MBCF_OP_LOCAL)
+		return mbcf_wr_parse_local(h, w, wr);
 
 	if (h->send_flags & IB_SEND_INLINE) {
 		if (mbcf_wr_writes_local(op) || h->inline_len > qp->max_inline)
@@ -251,12 +300,14 @@ static u8 mbcf_wr_parse_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 		return IB_WC_LOC_LEN_ERR;
 	w->len = len;
 
-	memset(wr, 0, sizeof(*wr));
 	wr->op = op;
 	wr->len = len;
 	wr->raddr = h->remote_addr;
 	wr->rkey = h->rkey;
-	wr->imm = be32_to_cpu((__force __be32)h->imm_data_be);
+	if (op == MBCF_OP_SEND_INV)
+		wr->imm = h->invalidate_rkey;
+	else
+		wr->imm = be32_to_cpu((__force __be32)h->imm_data_be);
 	if (op == MBCF_OP_CMP_SWAP) {
 		wr->compare = h->compare_add;
 		wr->swap_add = h->swap;
@@ -403,6 +454,8 @@ static const u8 mbcf_wr_wc_status[] = {
 	[MBCF_WC_LOC_LEN_ERR] = IB_WC_LOC_LEN_ERR,
 	[MBCF_WC_LOC_PROT_ERR] = IB_WC_LOC_PROT_ERR,
 	[MBCF_WC_WR_FLUSH_ERR] = IB_WC_WR_FLUSH_ERR,
+	[MBCF_WC_MW_BIND_ERR] = IB_WC_MW_BIND_ERR,
+	[MBCF_WC_LOC_QP_OP_ERR] = IB_WC_LOC_QP_OP_ERR,
 };
 
 static u8 mbcf_wr_map_status(u8 st)
@@ -447,6 +500,18 @@ static int mbcf_wr_complete_recv(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 	}
 	return mbcf_wr_push(qp, qp->ibqp.recv_cq, &wc,
 			    c->flags & MBCF_CQE_SOLICITED);
+}
+
+/* ops->local: the bind or invalidate of request @cookie, now. */
+int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie)
+{
+	const struct mbcf_wr_send *w = mbcf_wr_send_at(&qp->sq, cookie);
+
+	if (w->wc_op == IB_WC_BIND_MW)
+		return mbcf_mw_bind(qp, &w->bind) ? MBCF_WC_MW_BIND_ERR :
+						    MBCF_WC_SUCCESS;
+	return mbcf_mw_invalidate(qp, w->inv_rkey, false) ?
+	       MBCF_WC_LOC_QP_OP_ERR : MBCF_WC_SUCCESS;
 }
 
 /* ops->complete: 0, or -ENOSPC when the CQ overran (the core fails). */
@@ -571,7 +636,7 @@ int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
 {
 	const struct mbcf_wr_recv *w = mbcf_wr_recv_at(&qp->rq, cookie);
 
-	return mbcf_mr_scatter(qp->dev, qp->ibqp.pd, w->sge, w->num_sge,
+	return mbcf_mr_scatter(qp, w->sge, w->num_sge,
 			       offset, src, len);
 }
 
@@ -583,7 +648,7 @@ int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
 
 	if (w->flags & MBCF_WR_INLINE)
 		return -EINVAL;
-	return mbcf_mr_scatter(qp->dev, qp->ibqp.pd, w->sge, w->num_sge,
+	return mbcf_mr_scatter(qp, w->sge, w->num_sge,
 			       offset, src, len);
 }
 
@@ -608,16 +673,15 @@ int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	case MBCF_PL_WR:
 		w = mbcf_wr_send_at(&qp->sq, pl->cookie);
 		if (!(w->flags & MBCF_WR_INLINE))
-			return mbcf_mr_gather(qp->dev, qp->ibqp.pd, w->sge,
-					      w->num_sge, pl->offset, dst,
-					      pl->len);
+			return mbcf_mr_gather(qp, w->sge, w->num_sge,
+					      pl->offset, dst, pl->len);
 		if (pl->offset > w->len || pl->len > w->len - pl->offset)
 			return -EINVAL;
 		memcpy(dst, w->data + pl->offset, pl->len);
 		return 0;
 	case MBCF_PL_TARGET:
-		return mbcf_mr_copy_out(qp->dev, qp->ibqp.pd, pl->rkey, pl->va,
-					dst, pl->len, IB_ACCESS_REMOTE_READ);
+		return mbcf_mr_copy_out(qp, pl->rkey, pl->va, dst, pl->len,
+					IB_ACCESS_REMOTE_READ);
 	default:
 		return pl->len ? -EINVAL : 0;
 	}
@@ -630,9 +694,9 @@ int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	const struct mbcf_wr_send *w;
 
 	if (pl->kind == MBCF_PL_TARGET)
-		return mbcf_mr_ref_pages(qp->dev, qp->ibqp.pd, pl->rkey, pl->va,
-					 pl->len, IB_ACCESS_REMOTE_READ, sp);
+		return mbcf_mr_ref_pages(qp, pl->rkey, pl->va, pl->len,
+					 IB_ACCESS_REMOTE_READ, sp);
 	w = mbcf_wr_send_at(&qp->sq, pl->cookie);
-	return mbcf_mr_gather_pages(qp->dev, qp->ibqp.pd, w->sge, w->num_sge,
-				    pl->offset, pl->len, sp);
+	return mbcf_mr_gather_pages(qp, w->sge, w->num_sge, pl->offset, pl->len,
+				    sp);
 }

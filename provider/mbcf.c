@@ -20,9 +20,14 @@ static void mbcf_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops mbcf_ctx_ops = {
+	.alloc_mw = mbcf_verbs_alloc_mw,
 	.alloc_pd = mbcf_verbs_alloc_pd,
+	.bind_mw = mbcf_verbs_bind_mw,
 	.create_cq = mbcf_cq_create,
+	.create_cq_ex = mbcf_cq_create_ex,
 	.create_qp = mbcf_qp_create,
+	.create_qp_ex = mbcf_qp_create_ex,
+	.dealloc_mw = mbcf_verbs_dealloc_mw,
 	.dealloc_pd = mbcf_verbs_dealloc_pd,
 	.dereg_mr = mbcf_verbs_dereg_mr,
 	.destroy_cq = mbcf_cq_destroy,
@@ -37,6 +42,7 @@ static const struct verbs_context_ops mbcf_ctx_ops = {
 	.query_qp = mbcf_qp_query,
 	.reg_mr = mbcf_verbs_reg_mr,
 	.req_notify_cq = mbcf_cq_req_notify,
+	.resize_cq = mbcf_cq_resize,
 };
 
 static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,

@@ -50,10 +50,12 @@ uint64_t g_completions;
 int b_complete(void *, const mbcf_cqe *) { g_completions++; return 0; }
 void b_timer(void *, u64) {}
 void b_error(void *, u8) {}
+int b_local(void *, u64) { return MBCF_WC_SUCCESS; }
+int b_inval(void *, u32) { return MBCF_ST_OK; }
 
 const mbcf_ops kOps = {
 	b_xmit, nullptr, b_write, b_check, b_atomic, b_claim, b_rwrite,
-	b_resp, b_complete, b_timer, b_error,
+	b_resp, b_complete, b_timer, b_error, b_local, b_inval,
 };
 
 mbcf_conn_cfg cfg(uint32_t l, uint32_t r)

@@ -68,6 +68,12 @@ static int fz_complete(void *env, const struct mbcf_cqe *cqe)
 	return cqe->cookie % 11 == 0;	/* sometimes an overrun */
 }
 static void fz_timer(void *env, u64 at) {}
+static int fz_local(void *env, u64 cookie) { return MBCF_WC_SUCCESS; }
+
+static int fz_invalidate(void *env, u32 rkey)
+{
+	return rkey & 1 ? MBCF_ST_REMOTE_INVALID_REQUEST : MBCF_ST_OK;
+}
 static void fz_error(void *env, u8 st) {}
 
 static const struct mbcf_ops fz_ops = {
@@ -81,6 +87,8 @@ static const struct mbcf_ops fz_ops = {
 	.complete = fz_complete,
 	.timer = fz_timer,
 	.error = fz_error,
+	.local = fz_local,
+	.invalidate = fz_invalidate,
 };
 
 static void fz_roundtrip(const u8 *data, size_t size)
@@ -121,13 +129,19 @@ static void fz_conn(const u8 *data, size_t size)
 	struct mbcf_frame f;
 	u64 now = 1;
 
+	/* the same frames against a reliable and an unreliable connection */
+	cfg.uc = size && (data[0] & 0x80);
 	if (mbcf_conn_init(&c, &cfg, &fz_ops, NULL, req, 8, resp, 4))
 		abort();
 	/* something outstanding, so that ACKs and responses have a target */
 	mbcf_conn_post(&c, &wr, now);
 	wr.op = MBCF_OP_FETCH_ADD;
 	mbcf_conn_post(&c, &wr, now);
-	wr.op = MBCF_OP_SEND;
+	wr.op = MBCF_OP_LOCAL;
+	wr.flags = MBCF_WR_FENCE_ALL;
+	mbcf_conn_post(&c, &wr, now);
+	wr.op = MBCF_OP_SEND_INV;
+	wr.flags = 0;
 	mbcf_conn_post(&c, &wr, now);
 	while (size >= 2) {
 		size_t n = (size_t)data[0] << 8 | data[1];

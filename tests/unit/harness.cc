@@ -141,6 +141,29 @@ void xmit_flush(void *env)
 	E(env)->flushes++;
 }
 
+int local(void *env, u64 cookie)
+{
+	Env *e = E(env);
+	auto it = e->local_status.find(cookie);
+
+	e->locals_run.push_back(cookie);
+	return it == e->local_status.end() ? (int)MBCF_WC_SUCCESS : it->second;
+}
+
+int invalidate(void *env, u32 rkey)
+{
+	Env *e = E(env);
+
+	for (auto it = e->inv_keys.begin(); it != e->inv_keys.end(); ++it) {
+		if (*it == rkey) {
+			e->inv_keys.erase(it);
+			e->invalidated.push_back(rkey);
+			return MBCF_ST_OK;
+		}
+	}
+	return MBCF_ST_REMOTE_INVALID_REQUEST;
+}
+
 }  // namespace
 
 const mbcf_ops kOps = {
@@ -155,6 +178,8 @@ const mbcf_ops kOps = {
 	.complete = complete,
 	.timer = timer,
 	.error = error,
+	.local = local,
+	.invalidate = invalidate,
 };
 
 }  // namespace mbcft

@@ -52,6 +52,10 @@ struct Env {
 	int64_t recv_write_fail_at = -1;	// recv_write fails past this offset
 	int64_t cq_room = -1;	// completions accepted before complete fails
 				// (-1: no limit)
+	std::map<uint64_t, uint8_t> local_status;	// MBCF_OP_LOCAL cookie -> wc status
+	std::vector<uint64_t> locals_run;	// cookies, in the order carried out
+	std::vector<uint32_t> inv_keys;		// keys SEND_INV may invalidate
+	std::vector<uint32_t> invalidated;	// keys it did
 	int target_writes = 0, atomics = 0, flushes = 0;
 	mbcf_counters dev_ctr{};	// parse drops
 
@@ -138,7 +142,7 @@ inline int64_t rx_unaccounted(const Env &e)
 		     s.drop_truncated + s.drop_bad_version + s.drop_bad_opcode +
 		     s.drop_bad_length + s.drop_wrong_qp + s.drop_out_of_seq +
 		     s.drop_duplicate + s.drop_stopped + s.drop_error_state +
-		     s.drop_bad_ack + s.drop_bad_resp;
+		     s.drop_bad_ack + s.drop_bad_resp + s.drop_bad_qkey;
 	return (int64_t)s.rx_frames - (int64_t)v;
 }
 

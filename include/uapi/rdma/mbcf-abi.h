@@ -40,7 +40,7 @@
 #define MBCF_UVERBS_ABI_VERSION 1
 
 /* Version of everything below; carried in mbcf_alloc_ucontext_resp. */
-#define MBCF_ABI_VERSION 3
+#define MBCF_ABI_VERSION 4
 
 /* Name prefix the provider matches (the driver id is RDMA_DRIVER_UNKNOWN). */
 #define MBCF_DEVICE_NAME_PREFIX "mbcf"
@@ -101,6 +101,14 @@ struct mbcf_create_cq_resp {
 	struct mbcf_ring_info ring;
 };
 
+/*
+ * ibv_resize_cq: a new ring, holding the completions not yet polled at its
+ * start (prod = their number, cons = 0).  The old ring is marked dead.
+ */
+struct mbcf_resize_cq_resp {
+	struct mbcf_ring_info ring;
+};
+
 /* A scatter/gather element, as in struct ibv_sge. */
 struct mbcf_sge {
 	__aligned_u64 addr;
@@ -118,13 +126,27 @@ struct mbcf_send_wqe {
 	__aligned_u64 wr_id;
 	__u32 opcode;		/* enum ibv_wr_opcode (same values as ib_uverbs) */
 	__u32 send_flags;	/* IBV_SEND_* */
-	__u32 imm_data_be;	/* ibv_send_wr.imm_data, network order as given */
+	union {
+		__u32 imm_data_be;	/* *_WITH_IMM: network order as given */
+		__u32 invalidate_rkey;	/* LOCAL_INV, SEND_WITH_INV */
+		__u32 mw_rkey;		/* BIND_MW: the window's current rkey */
+	};
 	__u32 num_sge;
-	__aligned_u64 remote_addr;
-	__u32 rkey;
+	__aligned_u64 remote_addr;	/* BIND_MW: the window's first byte */
+	__u32 rkey;			/* BIND_MW: the window's new rkey */
 	__u32 inline_len;
-	__aligned_u64 compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
-	__aligned_u64 swap;		/* CMP_AND_SWP: swap */
+	union {
+		struct {
+			__aligned_u64 compare_add;	/* CMP_AND_SWP: compare;
+							 * FETCH_AND_ADD: add */
+			__aligned_u64 swap;		/* CMP_AND_SWP: swap */
+		};
+		struct {
+			__aligned_u64 length;	/* bytes; 0 unbinds (type 1) */
+			__u32 mr_lkey;		/* the MR the window lies in */
+			__u32 access;		/* IBV_ACCESS_REMOTE_* it grants */
+		} bind;				/* BIND_MW */
+	};
 	union {
 		MBCF_FLEX_ARRAY(struct mbcf_sge, sge);
 		MBCF_FLEX_ARRAY(__u8, inline_data);
