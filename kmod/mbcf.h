@@ -61,6 +61,18 @@
 #define MBCF_MAX_INLINE		256
 #define MBCF_MAX_MSG_SIZE	(1U << 31)
 
+/*
+ * Memory a process makes us allocate for the objects it creates (QPs, MRs,
+ * ring bookkeeping), which it can repeat until creation fails: charged to
+ * its memory cgroup, and at the cgroup's limit the allocation fails (the
+ * verb returns ENOMEM) instead of invoking the OOM killer.  Without
+ * __GFP_RETRY_MAYFAIL a charge that fails invokes the memcg OOM killer;
+ * __GFP_NORETRY would do too, but kvmalloc's vmalloc fallback supports
+ * only __GFP_RETRY_MAYFAIL.  NOWARN: a failure user space provokes must
+ * not print a stack trace.  (Ring pages use __GFP_NORETRY: umap.c.)
+ */
+#define MBCF_GFP_OBJ	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 /* Bits of mbcf_dev.flags. */
 enum mbcf_dev_flag {
 	MBCF_DEV_DYING,		/* unregistration has been queued or done */

@@ -93,9 +93,9 @@ static int mbcf_mr_fill_pages(struct mbcf_mr *mr)
 	unsigned long i = 0;
 
 	mr->npages = ib_umem_num_pages(mr->umem);
-	/* NOWARN: kvmalloc WARNs on > INT_MAX bytes, a size user space picks. */
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
-				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	/* NOWARN (in MBCF_GFP_OBJ): kvmalloc WARNs on > INT_MAX bytes, a
+	 * size user space picks. */
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), MBCF_GFP_OBJ);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
@@ -174,7 +174,7 @@ static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 		err = -ENOMEM;
 		goto err_count;
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	mr = kzalloc(sizeof(*mr), MBCF_GFP_OBJ);
 	if (!mr) {
 		err = -ENOMEM;
 		goto err_count;

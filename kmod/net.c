@@ -272,6 +272,13 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 	struct sk_buff *skb;
 
 	while ((skb = __skb_dequeue(frames))) {
+		/* A netdev that is down (or going away) sends nothing; nor do we
+		 * (its queues may already be gone: "selects TX queue 0, but real
+		 * number of TX queues is 0").  Like a lost frame. */
+		if (unlikely(!netif_running(ndev))) {
+			kfree_skb(skb);
+			continue;
+		}
 		if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
 			skb->protocol = eth_type_trans(skb, ndev);
 			netif_rx(skb);

@@ -380,10 +380,10 @@ static int mbcf_qp_alloc_mem(struct mbcf_qp *qp, struct ib_ucontext *uctx,
 			    cap->max_recv_sge, 0);
 	if (err)
 		goto err_free;
-	qp->req_msgs = kvcalloc(sq_n, sizeof(*qp->req_msgs), GFP_KERNEL_ACCOUNT);
+	qp->req_msgs = kvcalloc(sq_n, sizeof(*qp->req_msgs), MBCF_GFP_OBJ);
 	qp->resp_size = MBCF_QP_RESP_SLOTS;
 	qp->resp_msgs = kcalloc(qp->resp_size, sizeof(*qp->resp_msgs),
-				GFP_KERNEL_ACCOUNT);
+				MBCF_GFP_OBJ);
 	err = -ENOMEM;
 	if (!qp->req_msgs || !qp->resp_msgs)
 		goto err_free;
@@ -462,7 +462,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mbcf_qp_size(&init->cap, &sq_n, &sq_stride, &rq_n, &rq_stride);
 	qp->max_inline = init->cap.max_inline_data;
-	qp->ref = kzalloc(sizeof(*qp->ref), GFP_KERNEL_ACCOUNT);
+	qp->ref = kzalloc(sizeof(*qp->ref), MBCF_GFP_OBJ);
 	if (!qp->ref) {
 		err = -ENOMEM;
 		goto err_count;

@@ -100,7 +100,7 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 	mbcf_ring_consumer_idle(&q->ring);
 	q->max_sge = max_sge;
 	q->wr_stride = ALIGN(hdr + body, 8);
-	q->wr = kvcalloc(n, q->wr_stride, GFP_KERNEL_ACCOUNT);
+	q->wr = kvcalloc(n, q->wr_stride, MBCF_GFP_OBJ);
 	if (!q->wr) {
 		mbcf_wr_free(q);
 		return -ENOMEM;

@@ -53,7 +53,11 @@ static int mbcf_doorbell(struct ibv_qp *ibqp, uint32_t command,
 	return n < 0 ? errno : EIO;
 }
 
-/* A free slot at the ring's private index, or NULL with *err set. */
+/*
+ * A free slot at the ring's private index, or NULL with *err set: EIO if
+ * the kernel's queue is gone (destroyed, or its device removed), before
+ * anything is published, so a post that fails with EIO posted nothing.
+ */
 static void *mbcf_wq_slot(struct mbcf_wq *wq, int *err)
 {
 	bool corrupt = false;
@@ -61,6 +65,10 @@ static void *mbcf_wq_slot(struct mbcf_wq *wq, int *err)
 
 	if (!wq->map) {
 		*err = ENOMEM;	/* a queue of 0 entries: no room, ever */
+		return NULL;
+	}
+	if (mbcf_ring_load_acquire(mbcf_ring_flags(&wq->ring)) & MBCF_RING_F_DEAD) {
+		*err = EIO;
 		return NULL;
 	}
 	slot = mbcf_ring_produce_slot(&wq->ring, &corrupt);
@@ -74,16 +82,26 @@ static void *mbcf_wq_slot(struct mbcf_wq *wq, int *err)
  * idle.  The full barrier in mbcf_ring_producer_wants_doorbell() orders the
  * publication before reading db_needed, so either the kernel sees our
  * entries or we see its flag.
+ *
+ * A doorbell failing with EIO (the device is going away) does not fail the
+ * post: the entries are published, and the kernel may still execute them
+ * (it reads the ring without a doorbell while the QP lives) or never (the
+ * QP is destroyed first); each completes, or poll_cq reports the device
+ * gone.  Failing the post would tell the caller they never run -- and some
+ * do (tests/vm/lifetimes.sh saw them complete with SUCCESS).
  */
 static int mbcf_wq_publish(struct ibv_qp *ibqp, struct mbcf_wq *wq,
 			   uint32_t first, uint32_t command, uint32_t wqe_size)
 {
+	int db;
+
 	if (wq->ring.idx == first)
 		return 0;
 	mbcf_ring_store_release(mbcf_ring_prod(&wq->ring), wq->ring.idx);
 	if (!mbcf_ring_producer_wants_doorbell(&wq->ring))
 		return 0;
-	return mbcf_doorbell(ibqp, command, wqe_size);
+	db = mbcf_doorbell(ibqp, command, wqe_size);
+	return db == EIO ? 0 : db;
 }
 
 /* The send queue takes requests in RTS and later (verbs: else EINVAL). */

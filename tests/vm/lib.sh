@@ -63,16 +63,23 @@ vm_pins_held() {
 }
 
 # vm_res TYPE [DEVS]: objects of TYPE (qp, cq, mr, pd, ctx, srq, ...) that
-# processes hold on the devices matching the regex DEVS (default mbcf0 and
-# mbcf1): the per-object lines of `rdma resource show TYPE` that name a pid.
-# The kernel's own objects (the GSI QP1 of every RoCE port, its CQ and PD,
-# owned by ib_core and alive as long as the device) name none.
+# processes hold on the devices matching the regex DEVS (default: every
+# mbcfN).  The per-device summary of `rdma resource show` counts them all,
+# the kernel's own included: the GSI QP1 of every RoCE port, its CQ and PD,
+# owned by ib_core for as long as the device lives.  Those are the lines of
+# the per-object listing that name no pid; they are subtracted.  (The
+# per-object listing alone stops short with thousands of objects; the
+# kernel's, created with the device, come first in it.)
 vm_res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk -v d="${2:-mbcf[01]}" '
-			$0 ~ ("(^|[[:space:]])(dev|link) " d "([/[:space:]]|$)") &&
-			$0 ~ /[[:space:]]pid [0-9]+/ { n++ }
-			END { print n + 0 }'
+	local d=${2:-mbcf[0-9]+} all kern
+	all=$(rdma resource show 2>/dev/null | awk -v t="$1" -v d="$d" '
+		$2 ~ ("^" d ":$") { for (i = 3; i < NF; i++) if ($i == t) n += $(i + 1) }
+		END { print n + 0 }')
+	kern=$(rdma resource show "$1" 2>/dev/null | awk -v d="$d" '
+		$0 ~ ("(^|[[:space:]])(dev|link) " d "([/[:space:]]|$)") &&
+		$0 !~ /[[:space:]]pid [0-9]+/ { n++ }
+		END { print n + 0 }')
+	echo $((all - kern))
 }
 
 # vm_require_mbcf: exit the script unless the topology created mbcf0 and
