@@ -41,6 +41,7 @@
 
 #define CQ_DEPTH	512
 #define SQ_DEPTH	64
+#define RQ_DEPTH	256	/* uc_loss posts 132 receives at once */
 #define MAX_INLINE	256
 #define PAGE		4096
 
@@ -209,7 +210,7 @@ static void make_qp(struct side *s, enum ibv_qp_type type)
 	};
 	struct ibv_qp_init_attr_ex ia = {
 		.qp_type = type,
-		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = SQ_DEPTH,
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH,
 			 .max_send_sge = 4, .max_recv_sge = 4,
 			 .max_inline_data = MAX_INLINE },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
