@@ -498,6 +498,10 @@ static int mbcf_wr_complete_recv(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 		wc.ex.imm_data = (__force __u32)cpu_to_be32(c->imm);
 		wc.wc_flags |= IB_WC_WITH_IMM;
 	}
+	if (c->flags & MBCF_CQE_INV) {		/* SEND_WITH_INV: the key */
+		wc.ex.invalidate_rkey = c->imm;
+		wc.wc_flags |= IB_WC_WITH_INVALIDATE;
+	}
 	return mbcf_wr_push(qp, qp->ibqp.recv_cq, &wc,
 			    c->flags & MBCF_CQE_SOLICITED);
 }
