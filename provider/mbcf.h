@@ -184,6 +184,7 @@ struct ibv_cq *mbcf_cq_create(struct ibv_context *ibctx, int cqe,
 struct ibv_cq_ex *mbcf_cq_create_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr);
 void mbcf_cq_set_ex_ops(struct ibv_cq_ex *cqx);
+unsigned int mbcf_wc_flags(uint32_t kernel_wc_flags);
 int mbcf_cq_destroy(struct ibv_cq *cq);
 int mbcf_cq_resize(struct ibv_cq *cq, int cqe);
 int mbcf_cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
