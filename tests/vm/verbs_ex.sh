@@ -5,10 +5,11 @@
 # responder, then in loopback on mbcf0.  Afterwards: the kernel log clean,
 # no mbcf resource left, pinned pages back to the baseline, both links
 # deleted and the module unloaded cleanly.
-#   tests/vm/run.sh --build BUILD tests/vm/verbs_ex.sh [PATH/TO/mbcf_verbs_ex]
-# VERBS_EX_SEED=N repeats a run's random choices (each run prints its seed);
-# VERBS_EX_CASES="mw uc_data" runs only those (default: all);
-# VERBS_EX_RXE=1 also runs them on rxe0 (loopback), for comparison only.
+#   tests/vm/run.sh --build BUILD tests/vm/verbs_ex.sh [PATH/TO/mbcf_verbs_ex
+#       [--seed N] [--rxe] [CASE|GROUP...]]
+# --seed N repeats a run's random choices (each run prints its seed);
+# CASEs or groups (wr cq mw uc) run only those (default: all); --rxe also
+# runs them on rxe0 (loopback), for comparison only (no verdict).
 # One case by hand in a guest (minimal reproduction of a failure):
 #   mbcf_verbs_ex -a mbcf1 -b mbcf0 -s SEED mw_type2
 set -u
@@ -20,9 +21,18 @@ check() { "$@" || failed=$((failed + 1)); }
 
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_verbs_ex "${1:-}") || exit 1
+shift
+seed=$(date +%s) rxe=0 cases=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--seed) seed=$2; shift ;;
+	--rxe) rxe=1 ;;
+	*) cases+=("$1") ;;
+	esac
+	shift
+done
+[ ${#cases[@]} -gt 0 ] || cases=(all)
 modprobe sch_netem || vm_die "no sch_netem"
-seed=${VERBS_EX_SEED:-$(date +%s)}
-read -r -a cases <<<"${VERBS_EX_CASES:-all}"
 
 # res TYPE: objects of TYPE (qp, cq, mr, pd) on mbcf0 and mbcf1.
 res() {
@@ -61,7 +71,7 @@ check run_pair mbcf1 mbcf0
 check vm_wait_port mbcf0 20
 check vm_wait_port mbcf1 20
 check run_pair mbcf0 mbcf0
-[ "${VERBS_EX_RXE:-0}" = 1 ] && run_pair rxe0 rxe0 reference
+[ "$rxe" = 1 ] && run_pair rxe0 rxe0 reference
 
 # Everything the runs made is gone (the process has exited).
 end=$((SECONDS + 30))

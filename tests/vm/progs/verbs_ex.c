@@ -1967,9 +1967,9 @@ static void c_mw_type2(void)
 	struct buf r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge rsg = sge_of(&r, 0, 4096), sg;
 	struct ibv_mw *mw = mw_alloc(B.pd, IBV_MW_TYPE_2);
-	uint32_t k0 = mw->rkey, k1, k2, k3, k4;
+	uint32_t k0 = mw->rkey, k1, k2, k3, k4, k5;
 	struct ibv_send_wr wr;
-	struct xop o;
+	struct xop o, ob[2];
 
 	probe_ab(&t, P_WRITE, k0, W1_OFF, 100, IBV_WC_REM_ACCESS_ERR, "before the bind");
 	k1 = ibv_inc_rkey(k0);
@@ -2032,8 +2032,34 @@ static void c_mw_type2(void)
 	probe_ab(&t, P_READ, k4, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
 		 "after IBV_WR_SEND_WITH_INV");
 	expect_dereg_ok(&t, "type 2 invalidated");
-	mw_free(mw, "type 2");
-	note("keys %#x %#x %#x %#x %#x", k0, k1, k2, k3, k4);
+
+	/* bind and send the key in one batch: the send leaves after the bind,
+	 * so the peer may use the key at once (ibv_bind_mw(3)) */
+	k5 = ibv_inc_rkey(k4);
+	t.b.mr = ibv_reg_mr(B.pd, t.b.p, t.b.len, W_ACCESS);
+	if (!t.b.mr)
+		die("ibv_reg_mr");
+	post_recv(&A, NULL, 0, 610);
+	ob[0] = (struct xop){ .op = IBV_WR_BIND_MW, .wr_id = 611, .flags = IBV_SEND_SIGNALED,
+			      .mw = mw, .new_rkey = k5,
+			      .bind = { .mr = t.b.mr, .addr = target_addr(&t, W2_OFF),
+					.length = W2_LEN, .mw_access_flags = MW_REMOTE } };
+	ob[1] = (struct xop){ .op = IBV_WR_SEND_WITH_IMM, .wr_id = 612,
+			      .flags = IBV_SEND_SIGNALED, .imm = k5, .sg = NULL, .nsg = 0 };
+	if (!xpost_ok(&B, ob, 2, "bind + send of the key")) {
+		if (!expect_wc(&B, 611, IBV_WC_SUCCESS, IBV_WC_BIND_MW, 10, NULL,
+			       "bind + send of the key: the bind"))
+			mw->rkey = k5;
+		expect_wc(&B, 612, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
+			  "bind + send of the key: the send");
+	}
+	if (!expect_recv(&A, 610, IBV_WC_RECV, 0, IBV_WC_WITH_IMM, htonl(k5), 10,
+			 "the key received"))
+		probe_ab(&t, P_WRITE, k5, W2_OFF, W2_LEN, IBV_WC_SUCCESS,
+			 "with the key just received");
+	mw_free(mw, "type 2 bound");
+	expect_dereg_ok(&t, "type 2 deallocated");
+	note("keys %#x %#x %#x %#x %#x %#x", k0, k1, k2, k3, k4, k5);
 	buf_free(&r);
 	mw_teardown(&t);
 }
