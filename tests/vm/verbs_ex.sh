@@ -43,9 +43,11 @@ res() {
 # run_pair A B [REFERENCE]: every case, A the requester; a REFERENCE run
 # (rxe) only reports.
 run_pair() {
-	local a=$1 b=$2 ref=${3:-} out rc line t0=$SECONDS
+	local a=$1 b=$2 ref=${3:-} out rc line t0=$SECONDS opt=()
 	vm_phase "verbs_ex $a -> $b"
-	out=$(timeout 600 "$prog" -a "$a" -b "$b" -s "$seed" "${cases[@]}" 2>&1)
+	# rxe's extended CQ in rdma-core 44 is broken: compare through ibv_poll_cq
+	[ -n "$ref" ] && opt=(-P)
+	out=$(timeout 600 "$prog" -a "$a" -b "$b" -s "$seed" "${opt[@]}" "${cases[@]}" 2>&1)
 	rc=$?
 	printf '%s\n' "$out"
 	vm_log "verbs_ex $a -> $b: $((SECONDS - t0)) s"
