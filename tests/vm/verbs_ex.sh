@@ -75,6 +75,26 @@ check vm_wait_port mbcf1 20
 check run_pair mbcf0 mbcf0
 [ "$rxe" = 1 ] && run_pair rxe0 rxe0 reference
 
+# A process killed while windows of both types are bound and writes go
+# through them: its teardown must release everything (checked below).
+vm_phase "holder of bound windows, SIGKILLed"
+"$prog" -a mbcf1 -b mbcf0 hold >/tmp/vx-hold.log 2>&1 &
+hpid=$!
+end=$((SECONDS + 60))
+until grep -q '^ready\|^setup\|failed' /tmp/vx-hold.log; do
+	[ "$SECONDS" -ge "$end" ] && break
+	kill -0 "$hpid" 2>/dev/null || break
+	sleep 0.2
+done
+sleep 1
+cat /tmp/vx-hold.log
+check assert_eq ready "$(cat /tmp/vx-hold.log)" "holder of bound windows: ready, writes going on"
+check assert_eq 2 "$(res mr)" "MRs while held"
+# 3 pages at offset 64 (4 pages) on mbcf0, 16 KiB (4 pages) on mbcf1
+check assert_eq 8 "$(($(vm_pins_held) - base_pins))" "pages pinned while held"
+kill -KILL "$hpid"
+wait "$hpid" 2>/dev/null
+
 # Everything the runs made is gone (the process has exited).
 end=$((SECONDS + 30))
 while :; do

@@ -21,6 +21,11 @@
  * number of failed cases (capped at 100), 2 for usage or setup errors.
  * Groups: wr, cq, mw, uc, all.  `-l` lists the cases.
  *
+ *   mbcf_verbs_ex [-a DEV] [-b DEV] hold
+ *
+ * holds a pair with bound windows of both types and writes through them
+ * going on, until killed.
+ *
  * uc_loss and uc_reuse turn netem on for the link A sends through with -E
  * (a printf format taking netem's arguments, default: veth1 in ns1) -- loss
  * of each percentage of -L (default 5,20), or a delay -- and off with -X.
@@ -2172,6 +2177,41 @@ static void c_mw_other_qp_pd(void)
 	      "type 1 from a QP of another PD");
 	pair2_down();
 
+	/* the responder QP must allow the access too, not only the window */
+	{
+		struct ibv_qp_attr a = { .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+
+		if (ibv_modify_qp(B.qp, &a, IBV_QP_ACCESS_FLAGS))
+			fail("modify_qp RTS->RTS qp_access_flags: %s", strerror(errno));
+		probe_ab(&t, P_READ, k1, W2_OFF, 64, IBV_WC_SUCCESS,
+			 "type 1 through a QP with remote read only");
+		probe_ab(&t, P_WRITE, k1, W2_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+			 "type 1 write through a QP without remote write");
+	}
+
+	/* a type 1 window bound from a QP of another PD (ibv_bind_mw checks
+	 * only the MR's PD against the window's) */
+	pair2_up(pd2);
+	{
+		struct ibv_mw *m1b = mw_alloc(B.pd, IBV_MW_TYPE_1);
+		struct ibv_mw_bind b = {
+			.wr_id = 520, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = t.b.mr, .addr = target_addr(&t, W1_OFF),
+				       .length = 64, .mw_access_flags = MW_REMOTE },
+		};
+		uint32_t before = m1b->rkey;
+		int ret = ibv_bind_mw(B2.qp, m1b, &b);
+
+		EXPECT_EQ("ibv_bind_mw on a QP of another PD", 0, ret);
+		if (!ret) {
+			expect_wc(&B2, 520, IBV_WC_MW_BIND_ERR, -1, 10, NULL,
+				  "type 1 window of PD 1 bound on a QP of PD 2");
+			m1b->rkey = before;
+		}
+		mw_free(m1b, "type 1 of the refused bind");
+	}
+	pair2_down();
+
 	pair2_up(pd2);
 	bind2(&B2, m2b, ibv_inc_rkey(m2b->rkey), t.b.mr, target_addr(&t, W1_OFF), 64,
 	      MW_REMOTE, 0, IBV_WC_MW_BIND_ERR, "type 2 window of PD 1 bound on a QP of PD 2");
@@ -2736,6 +2776,85 @@ static void c_uc_drops(void)
 	pair_down();
 }
 
+/*
+ * Memory windows on UC QPs: a type 2 window bound through a UC QP's send
+ * queue serves UC writes; SEND_WITH_INV on UC invalidates it (the receive
+ * says so); a write with the dead key, or a SEND_WITH_INV of a key that
+ * may not be invalidated, is dropped silently and the connection goes on.
+ */
+static void c_uc_mw(void)
+{
+	struct target t;
+	struct buf r;
+	struct ibv_sge sg, rsg;
+	struct ibv_mw *mw;
+	uint32_t k;
+	struct xop o;
+
+	uc_up();
+	t = target_new(&B, 3 * PAGE, 64, W_ACCESS, 0x37);
+	L = buf_new(&A, 16384, 0, IBV_ACCESS_LOCAL_WRITE);
+	r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+	rsg = sge_of(&r, 0, 4096);
+	mw = mw_alloc(B.pd, IBV_MW_TYPE_2);
+	k = ibv_inc_rkey(mw->rkey);
+	bind2(&B, mw, k, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, IBV_ACCESS_REMOTE_WRITE,
+	      0, IBV_WC_SUCCESS, "type 2 bound through a UC QP");
+
+	fill(L.p, W1_LEN, 0x38);
+	sg = sge_of(&L, 0, W1_LEN);
+	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
+			  .rkey = k, .raddr = target_addr(&t, W1_OFF), .sg = &sg, .nsg = 1 };
+	if (!xpost_ok(&A, &o, 1, "UC write through the window"))
+		expect_wc(&A, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10, NULL,
+			  "UC write through the window");
+	memcpy(t.model + W1_OFF, L.p, W1_LEN);
+	wait_target(&t, 10);
+	target_check(&t, "UC write through the window");
+
+	/* a SEND_WITH_INV of a key that may not be invalidated: dropped */
+	post_recv(&B, &rsg, 1, 100);
+	sg = sge_of(&L, 0, 16);
+	o = (struct xop){ .op = IBV_WR_SEND_WITH_INV, .wr_id = 2, .flags = IBV_SEND_SIGNALED,
+			  .inv = t.b.mr->rkey, .sg = &sg, .nsg = 1 };
+	if (!xpost_ok(&A, &o, 1, "UC SEND_WITH_INV of an MR's key"))
+		expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
+			  "UC SEND_WITH_INV of an MR's key (requester)");
+	nap_us(200000);
+	expect_no_wc(&B, 0.05, "UC SEND_WITH_INV of an MR's key");
+
+	/* SEND_WITH_INV of the window: the receive left above takes it */
+	o.wr_id = 3;
+	o.inv = k;
+	if (!xpost_ok(&A, &o, 1, "UC SEND_WITH_INV of the window"))
+		expect_wc(&A, 3, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
+			  "UC SEND_WITH_INV of the window (requester)");
+	expect_recv(&B, 100, IBV_WC_RECV, 16, IBV_WC_WITH_INV, k, 10,
+		    "UC SEND_WITH_INV of the window received");
+
+	/* the dead key: the write is dropped, the next one lands */
+	fill(L.p, 64, 0x39);
+	sg = sge_of(&L, 0, 64);
+	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 4, .flags = IBV_SEND_SIGNALED,
+			  .rkey = k, .raddr = target_addr(&t, W1_OFF), .sg = &sg, .nsg = 1 };
+	if (!xpost_ok(&A, &o, 1, "UC write with the invalidated key"))
+		expect_wc(&A, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10, NULL,
+			  "UC write with the invalidated key (requester)");
+	post_recv(&B, &rsg, 1, 101);
+	o = (struct xop){ .op = IBV_WR_SEND, .wr_id = 5, .flags = IBV_SEND_SIGNALED,
+			  .sg = &sg, .nsg = 1 };
+	if (!xpost_ok(&A, &o, 1, "UC send after the dropped write"))
+		expect_wc(&A, 5, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
+			  "UC send after the dropped write");
+	expect_recv(&B, 101, IBV_WC_RECV, 64, 0, 0, 10, "UC send after the dropped write");
+	target_check(&t, "UC write with the invalidated key");
+	expect_state(&A, IBV_QPS_RTS, "UC requester");
+	expect_state(&B, IBV_QPS_RTS, "UC responder");
+	mw_free(mw, "type 2 on UC");
+	buf_free(&r);
+	mw_teardown(&t);
+}
+
 /* ---- UC under loss ---------------------------------------------------------------- */
 
 #define LOSS_N		100	/* messages sent with loss on */
@@ -3141,6 +3260,41 @@ out:
 	pair_down();
 }
 
+/*
+ * `hold`: a connected pair with windows of both types bound and writes
+ * through them going on; print "ready" and wait to be killed (verbs_ex.sh
+ * checks that the teardown releases everything: a bound window holds its
+ * MR, whose dereg fails with EBUSY until the window is gone).
+ */
+static int hold(void)
+{
+	struct target t = mw_setup();
+	struct ibv_mw *m1 = mw_alloc(B.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *m2 = mw_alloc(B.pd, IBV_MW_TYPE_2);
+	uint32_t k1, k2 = ibv_inc_rkey(m2->rkey);
+	unsigned long n;
+
+	k1 = bind1(m1, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, MW_REMOTE,
+		   IBV_WC_SUCCESS, "type 1");
+	bind2(&B, m2, k2, t.b.mr, target_addr(&t, W2_OFF), W2_LEN, MW_REMOTE, 0,
+	      IBV_WC_SUCCESS, "type 2");
+	if (case_fails) {
+		printf("setup failed: %s\n", case_msg);
+		return 2;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (n = 0;; n++) {
+		if (probe(&A, &B, &t, P_WRITE, n & 1 ? k1 : k2, n & 1 ? W1_OFF : W2_OFF,
+			  2048, IBV_WC_SUCCESS, "held")) {
+			printf("write %lu failed: %s\n", n, case_msg);
+			fflush(stdout);
+			pause();
+		}
+	}
+	return 0;
+}
+
 /* ---- driver ----------------------------------------------------------------- */
 
 struct tcase {
@@ -3169,6 +3323,7 @@ static const struct tcase cases[] = {
 	{ "uc_data", c_uc_data, "uc", "UC write, write_imm, send, send_imm: exact bytes and completions" },
 	{ "uc_refused", c_uc_refused, "uc", "UC reads and atomics refused (EOPNOTSUPP, EINVAL)" },
 	{ "uc_drops", c_uc_drops, "uc", "UC: what the responder cannot take is dropped silently" },
+	{ "uc_mw", c_uc_mw, "uc", "UC: a type 2 window, SEND_WITH_INV, dead keys dropped" },
 	{ "uc_loss", c_uc_loss, "uc", "UC under netem loss: whole or absent, later ones intact" },
 	{ "uc_reuse", c_uc_reuse, "uc", "UC: a buffer reused after its completion does not change what arrives" },
 };
@@ -3231,6 +3386,13 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		usage();
+	if (!strcmp(argv[optind], "hold")) {
+		open_side(&A, dev_a);
+		open_side(&B, dev_b);
+		A.name = "A";
+		B.name = "B";
+		return hold();
+	}
 	for (i = optind; i < argc; i++) {
 		int known = 0;
 
