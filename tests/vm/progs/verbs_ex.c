@@ -2299,12 +2299,10 @@ static void c_mw_bind_errors(void)
 	/* a type 2 window already bound */
 	bind2(&B, m2, ibv_inc_rkey(m2->rkey), t.b.mr, target_addr(&t, W1_OFF), W1_LEN,
 	      MW_REMOTE, 0, IBV_WC_SUCCESS, "type 2");
-	k = m2->rkey;
 	bind2(&B, m2, ibv_inc_rkey(m2->rkey), t.b.mr, target_addr(&t, W2_OFF), W2_LEN,
 	      MW_REMOTE, 0, IBV_WC_MW_BIND_ERR, "type 2 already bound");
 	expect_dereg_busy(&t, "type 2 still bound after the refused second bind");
 	pair_renew();
-	(void)k;
 
 	/* zero-based type 1: refused when posted */
 	before = m1->rkey;
