@@ -24,6 +24,22 @@ static inline struct mbcf_msg *mbcf_msgq_at(const struct mbcf_msgq *r, u32 i)
 	return &r->m[i & r->mask];
 }
 
+/* Piece k of f's payload in *p, *n; false past the last one. */
+static inline bool mbcf_frame_piece(const struct mbcf_frame *f, u32 k,
+				    const u8 **p, u32 *n)
+{
+	if (f->payload) {
+		*p = f->payload;
+		*n = f->paylen;
+		return k == 0;
+	}
+	if (k >= f->niov)
+		return false;
+	*p = f->iov[k].base;
+	*n = f->iov[k].len;
+	return true;
+}
+
 static inline bool mbcf_op_is_rd(u8 op)
 {
 	return op == MBCF_OP_READ_REQ || op == MBCF_OP_CMP_SWAP ||

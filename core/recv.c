@@ -73,21 +73,6 @@ static void recv_segment_done(struct mbcf_conn *c, const struct mbcf_frame *f,
 	c->rx_msg = f->flags & MBCF_F_LAST ? 0 : kind;
 }
 
-/* Piece k of f's payload in *p, *n; false past the last one. */
-static bool recv_piece(const struct mbcf_frame *f, u32 k, const u8 **p, u32 *n)
-{
-	if (f->payload) {
-		*p = f->payload;
-		*n = f->paylen;
-		return k == 0;
-	}
-	if (k >= f->niov)
-		return false;
-	*p = f->iov[k].base;
-	*n = f->iov[k].len;
-	return true;
-}
-
 static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	bool imm = f->op == MBCF_OP_WRITE_IMM;
@@ -105,7 +90,15 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 		if (st)
 			return st;
 	}
-	for (k = 0, off = 0; f->paylen && recv_piece(f, k, &p, &n);
+	/* in pieces, each is written on its own: the whole range is checked
+	 * first, or a frame crossing the end of its region would leave its
+	 * first pieces behind (section 9) */
+	if (f->paylen && !f->payload) {
+		st = c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen);
+		if (st)
+			return st;
+	}
+	for (k = 0, off = 0; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n) {
 		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);
 		if (st)
@@ -139,7 +132,7 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 				      NULL);
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	}
-	for (k = 0, off = c->rx_off; f->paylen && recv_piece(f, k, &p, &n);
+	for (k = 0, off = c->rx_off; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n) {
 		/* a receive buffer we may not write: ours to report, theirs
 		 * to learn as a remote operational error (verbs) */
@@ -222,7 +215,7 @@ static int recv_read_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (!(f->flags & MBCF_F_FIRST) != !!f->offset ||
 	    !(f->flags & MBCF_F_LAST) != !last)
 		return MBCF_RX_DROP;
-	for (k = 0, off = f->offset; f->paylen && recv_piece(f, k, &p, &n);
+	for (k = 0, off = f->offset; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n)
 		if (c->ops->resp_data(c->env, m->cookie, off, p, n))
 			m->status = MBCF_WC_LOC_PROT_ERR;
@@ -316,7 +309,9 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		c->nak_status = (u8)st;
 		c->ctr.remote_errors++;
 		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
-		mbcf_conn_enter_error(c, false, 0, mbcf_conn_wc_from_status((u8)st));
+		/* the error is the peer's: none of our own requests failed,
+		 * they are flushed (section 8.2) */
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	}
 }
 

@@ -171,4 +171,5 @@ module_exit(mbcf_main_exit);
 MODULE_AUTHOR("mbcf developers");
 MODULE_DESCRIPTION("MBCF (Memory-Based Communication Facility) software RDMA over Ethernet");
 MODULE_LICENSE("Dual BSD/GPL");
+MODULE_VERSION(MBCF_VERSION);
 MODULE_ALIAS_RDMA_LINK("mbcf");

@@ -21,6 +21,7 @@
  *   stats.c   counters for `rdma statistic`
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
+ *   ah.c      address handles: where UD datagrams go
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -36,7 +37,7 @@
 #include "mbcf/ring.h"
 
 #define MBCF_DRV_NAME		"mbcf"
-#define MBCF_FW_VERSION		"0.1.0"
+#define MBCF_FW_VERSION		MBCF_VERSION	/* mbcf-version.h, see Kbuild */
 
 /* Limits reported by query_device; verbs.c enforces each of them. */
 #define MBCF_MAX_QP		4096
@@ -46,6 +47,15 @@
 #define MBCF_MAX_CQE		(64 * 1024)
 #define MBCF_MAX_MR		(64 * 1024)
 #define MBCF_MAX_MW		(64 * 1024)
+#define MBCF_MAX_AH		(64 * 1024)
+/* The GID table: one entry per IP address of the netdev (rdma_cm). */
+#define MBCF_GID_TBL_LEN	1024
+/*
+ * The local DMA lkey: kernel consumers' SGEs hold kernel virtual addresses
+ * under it.  Key 0 names no MR (indices start at 1), and mr.c honours it
+ * for kernel QPs only, never for a user's.
+ */
+#define MBCF_DMA_LKEY		0
 #define MBCF_MAX_PD		(64 * 1024)
 #define MBCF_MAX_RD_ATOMIC	16
 #define MBCF_MAX_INLINE		256
@@ -81,6 +91,10 @@ struct mbcf_dev {
 	u8 mr_gen;			/* key generation, bumped on wrap (xa_lock) */
 	atomic_t mr_count;
 	atomic_t mw_count;
+	/* ah.c: address handles, RCU lookups by number */
+	struct xarray ah_xa;
+	u32 ah_next;
+	atomic_t ah_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 };
 
@@ -99,15 +113,18 @@ struct mbcf_umap {
 	struct page **pages;
 	unsigned int npages;
 	size_t len;
+	bool kernel;			/* a kernel consumer's: no mmap entry */
 };
 
 struct mbcf_cq {
 	struct ib_cq ibcq;
-	spinlock_t lock;		/* producer side of ring, notify */
+	spinlock_t lock;		/* the ring's ends, notify */
 	struct mbcf_ring_end ring;	/* we produce, the provider consumes */
+	struct mbcf_ring_end poll;	/* kernel CQ: poll_cq consumes */
 	struct mbcf_umap *umap;
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP / _SOLICITED */
 	bool overflowed;
+	bool kernel;			/* a kernel consumer's: struct ib_wc */
 };
 
 /*
@@ -135,6 +152,15 @@ enum mbcf_qp_pend {
 	MBCF_QP_PEND_FATAL = BIT(2),	/* ... and raise IB_EVENT_QP_FATAL: user
 					 * space broke the ring protocol */
 	MBCF_QP_PEND_EVENT = BIT(3),	/* the event is due, after unlock */
+	MBCF_QP_PEND_WQE_FATAL = BIT(4), /* PEND_WQE's request was malformed */
+};
+
+/* Where a datagram goes, from an address handle (ah.c). */
+struct mbcf_ud_addr {
+	u8 dmac[ETH_ALEN];
+	u8 hop_limit;
+	u32 vtf;			/* 6 << 28 | traffic class << 20 | flow */
+	u8 sgid[16], dgid[16];
 };
 
 /* A QP number's entry in mbcf_dev.qp_xa: lookups take a reference. */
@@ -150,6 +176,8 @@ struct mbcf_qp {
 	struct mbcf_dev *dev;
 	struct mbcf_qp_ref *ref;
 	u64 id;				/* device-unique: names it to windows */
+	bool kernel;			/* a kernel consumer's (no user rings) */
+	bool ud;			/* UD or GSI: datagrams, no connection */
 	/*
 	 * Serialises everything below: every call into the protocol core,
 	 * the rings, the state.  Taken and released in qp.c only, from
@@ -166,8 +194,20 @@ struct mbcf_qp {
 
 	struct mbcf_wq sq, rq;
 
-	/* The protocol core's connection and the memory it runs on. */
+	/*
+	 * A kernel consumer's posts (post_send/post_recv may come with
+	 * interrupts off) only write entries into the rings, under klock,
+	 * through these producer ends; tx_work takes them like a doorbell.
+	 */
+	spinlock_t klock;
+	struct mbcf_ring_end ksq, krq;
+
+	/* The protocol core's connection (RC, UC) and the memory it runs on. */
 	struct mbcf_conn conn;
+	/* UD, GSI: the datagram endpoint, and the MAC of the datagram being
+	 * sent (net.c addresses the frame with it). */
+	struct mbcf_dgram dgram;
+	u8 ud_dmac[ETH_ALEN];
 	struct mbcf_msg *req_msgs, *resp_msgs;
 	u32 resp_size;
 	struct hrtimer timer;
@@ -248,8 +288,8 @@ int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata);
 int mbcf_cq_resize(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
-		 bool solicited);
+int mbcf_cq_poll(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_wc *wc, bool solicited);
 
 /* qp.c */
 int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -282,6 +322,10 @@ int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
 			 const u8 *src, u32 len);
 int mbcf_wr_complete(struct mbcf_qp *qp, const struct mbcf_cqe *c);
 int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie);
+int mbcf_wr_kpost_send(struct mbcf_qp *qp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr);
+int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);
@@ -358,12 +402,20 @@ int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
 int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
 		     int access);
 int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access);
+int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
+			int access);
 int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 		   u64 swap_add, u64 compare, u64 *orig);
 int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
 		   u32 offset, void *dst, u32 len);
 int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 		    u32 num_sge, u32 offset, const void *src, u32 len);
+
+/* ah.c */
+extern const struct ib_device_ops mbcf_ah_ops;
+u32 mbcf_ah_num(struct ib_ah *ibah);
+int mbcf_ah_lookup(struct mbcf_dev *dev, u32 num, struct ib_pd *pd,
+		   struct mbcf_ud_addr *out);
 
 /* mw.c */
 struct mbcf_window;

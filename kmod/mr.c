@@ -228,6 +228,10 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct mbcf_mr *mr = to_mbcf_mr(ibmr);
 	struct mbcf_dev *dev = mbcf_pd_dev(mr->pd);
 
+	if (!mr->umem) {	/* a DMA MR: nothing published, nothing pinned */
+		kfree(mr);
+		return 0;
+	}
 	spin_lock_bh(&mr->lock);
 	if (mr->windows) {
 		spin_unlock_bh(&mr->lock);
@@ -249,7 +253,31 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The DMA MR of a kernel PD: its lkey is the device's local DMA lkey (SGEs
+ * hold kernel virtual addresses), which only kernel QPs may use and only
+ * for local access.  A remote key to all of kernel memory
+ * (IB_PD_UNSAFE_GLOBAL_RKEY) is refused.  Nothing is published or pinned.
+ */
+static struct ib_mr *mbcf_mr_get_dma(struct ib_pd *ibpd, int access)
+{
+	struct mbcf_mr *mr;
+
+	if (ibpd->uobject || (access & ~IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pd = ibpd;
+	mr->key = MBCF_DMA_LKEY;
+	mr->access = access;
+	mr->ibmr.lkey = MBCF_DMA_LKEY;
+	mr->ibmr.rkey = MBCF_DMA_LKEY;	/* no MR has it: remote access fails */
+	return &mr->ibmr;
+}
+
 const struct ib_device_ops mbcf_mr_ops = {
+	.get_dma_mr = mbcf_mr_get_dma,
 	.reg_user_mr = mbcf_mr_reg_user,
 	.dereg_mr = mbcf_mr_dereg,
 };
@@ -478,6 +506,43 @@ int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 }
 
 /*
+ * A kernel QP's SGE under the local DMA lkey: @va is a kernel virtual
+ * address the consumer handed us (it owns that memory, as with any DMA
+ * address).  Frames copy it rather than reference its pages (-E2BIG): it
+ * may be slab memory.  Nobody else gets past the key check: user QPs and
+ * remote keys see key 0 as no MR at all (-ENOKEY).
+ */
+static int mbcf_mr_kva(struct mbcf_qp *qp, u64 va, u32 len,
+		       enum mbcf_mr_op op, void *arg)
+{
+	void *p = (void *)(uintptr_t)va;
+
+	if (!qp->kernel)
+		return -ENOKEY;
+	switch (op) {
+	case MBCF_MR_STORE:
+		memcpy(p, arg, len);
+		return 0;
+	case MBCF_MR_LOAD:
+		memcpy(arg, p, len);
+		return 0;
+	case MBCF_MR_REF:
+		return -E2BIG;
+	default:
+		return 0;
+	}
+}
+
+/* mbcf_mr_check() of one of @qp's own SGEs (local access: DMA lkey too). */
+int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
+			int access)
+{
+	if (lkey == MBCF_DMA_LKEY)
+		return mbcf_mr_kva(qp, va, len, MBCF_MR_CHECK, NULL);
+	return mbcf_mr_check(qp, lkey, va, len, access);
+}
+
+/*
  * Bytes [offset, offset + len) of the concatenation of an SGL: skip the
  * SGEs before offset, then one MR access per SGE touched (one in the
  * common single-SGE case).
@@ -504,7 +569,11 @@ static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 		if (va < sge->addr)
 			return -ERANGE;
 		n = min_t(u64, len, sge->length - skip);
-		err = mbcf_mr_access(qp, sge->lkey, va, n, access, op, arg);
+		if (sge->lkey == MBCF_DMA_LKEY)
+			err = mbcf_mr_kva(qp, va, n, op, arg);
+		else
+			err = mbcf_mr_access(qp, sge->lkey, va, n, access, op,
+					     arg);
 		if (err)
 			return err;
 		if (op != MBCF_MR_REF)

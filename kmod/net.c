@@ -217,7 +217,8 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
 	skb_reset_mac_header(skb);
 	eth = skb_put(skb, ETH_HLEN);
-	ether_addr_copy(eth->h_dest, qp->dmac);
+	/* a connection's peer, or where the datagram being built goes */
+	ether_addr_copy(eth->h_dest, qp->ud ? qp->ud_dmac : qp->dmac);
 	ether_addr_copy(eth->h_source, ndev->dev_addr);
 	eth->h_proto = htons(MBCF_ETHERTYPE);
 	skb_set_network_header(skb, ETH_HLEN);
@@ -261,15 +262,17 @@ queue:
 	return 0;
 }
 
-/* Hand @frames to the netdev, in order (qp->lock not held). */
+/*
+ * Hand @frames to the netdev, in order (qp->lock not held).  Each frame is
+ * looked at: a UD QP's go to many places, some maybe to this device.
+ */
 void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 {
 	struct net_device *ndev = qp->dev->ndev;
-	bool local = ether_addr_equal(qp->dmac, ndev->dev_addr);
 	struct sk_buff *skb;
 
 	while ((skb = __skb_dequeue(frames))) {
-		if (local) {
+		if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
 			skb->protocol = eth_type_trans(skb, ndev);
 			netif_rx(skb);
 		} else {

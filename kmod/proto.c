@@ -73,6 +73,19 @@ static int mbcf_proto_target_write(void *env, u32 rkey, u64 va, const u8 *src,
 						 IB_ACCESS_REMOTE_WRITE));
 }
 
+static int mbcf_proto_target_check_write(void *env, u32 rkey, u64 va, u32 len)
+{
+	struct mbcf_qp *qp = mbcf_proto_qp(env);
+
+	if (!mbcf_proto_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
+		return MBCF_ST_REMOTE_ACCESS_ERROR;
+	/* the key resolved and checked as mbcf_mr_copy_in() does (memory
+	 * windows too): pages pinned without write access are never written */
+	return mbcf_proto_status(mbcf_mr_check(qp, rkey, va, len,
+					       IB_ACCESS_REMOTE_WRITE |
+					       IB_ACCESS_LOCAL_WRITE));
+}
+
 static int mbcf_proto_target_check_read(void *env, u32 rkey, u64 va, u32 len)
 {
 	struct mbcf_qp *qp = mbcf_proto_qp(env);
@@ -154,6 +167,7 @@ static int mbcf_proto_invalidate(void *env, u32 rkey)
 const struct mbcf_ops mbcf_proto_ops = {
 	.xmit = mbcf_proto_xmit,
 	.target_write = mbcf_proto_target_write,
+	.target_check_write = mbcf_proto_target_check_write,
 	.target_check_read = mbcf_proto_target_check_read,
 	.target_atomic = mbcf_proto_target_atomic,
 	.recv_claim = mbcf_proto_recv_claim,

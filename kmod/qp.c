@@ -76,7 +76,8 @@ static void mbcf_qp_to_error(struct mbcf_qp *qp)
  */
 static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
-	if (qp->state == IB_QPS_RTS && !qp->pend && mbcf_wr_pull_sq(qp) > 0) {
+	if (qp->state == IB_QPS_RTS && !qp->pend && mbcf_wr_pull_sq(qp) > 0 &&
+	    !qp->ud) {
 		mbcf_conn_kick(&qp->conn, now);
 		/*
 		 * Local requests and UC messages can all complete within the
@@ -146,11 +147,17 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 		mbcf_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
+/*
+ * What a lock holder in softirq left for process context, and a kernel
+ * consumer's posts (which may have been receives: GO after a STOP).
+ */
 static void mbcf_qp_tx_work(struct work_struct *work)
 {
 	struct mbcf_qp *qp = container_of(work, struct mbcf_qp, tx_work);
 
 	spin_lock_bh(&qp->lock);
+	if (qp->kernel && !qp->dying && qp->conn.state == MBCF_CONN_RTS)
+		mbcf_conn_recv_posted(&qp->conn, mbcf_proto_now());
 	mbcf_qp_kick(qp);
 	mbcf_qp_unlock(qp, true);
 }
@@ -204,9 +211,18 @@ void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 	/*
 	 * A conn in ERROR still answers (a lost NAK is repeated).  The core
 	 * checks (and counts) the QP numbers; only the MAC is ours to check.
+	 * A datagram may come from anyone, to a UD QP past INIT.
 	 */
-	if (unlikely(qp->dying || qp->conn.state == MBCF_CONN_RESET ||
-		     !ether_addr_equal(src_mac, qp->dmac))) {
+	if (unlikely(qp->ud || f->op == MBCF_OP_DGRAM)) {
+		if (qp->ud && f->op == MBCF_OP_DGRAM && !qp->dying &&
+		    (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS)) {
+			mbcf_dgram_rx(&qp->dgram, f);
+			mbcf_qp_settle(qp, mbcf_proto_now());
+		} else {
+			this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
+		}
+	} else if (unlikely(qp->dying || qp->conn.state == MBCF_CONN_RESET ||
+			    !ether_addr_equal(src_mac, qp->dmac))) {
 		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
 	} else {
 		now = mbcf_proto_now();
@@ -243,8 +259,10 @@ void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum)
 		if (!refcount_inc_not_zero(&ref->users))
 			continue;
 		spin_lock_bh(&ref->qp->lock);
-		if (!ref->qp->dying)
+		if (!ref->qp->dying) {
 			mbcf_counters_add(sum, &ref->qp->conn.ctr);
+			mbcf_counters_add(sum, &ref->qp->dgram.ctr);
+		}
 		spin_unlock_bh(&ref->qp->lock);
 		mbcf_qp_ref_put(ref);
 	}
@@ -258,7 +276,13 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 
-	/* User QPs only: work requests arrive through the ring. */
+	if (qp->kernel) {
+		int err = mbcf_wr_kpost_send(qp, wr, bad_wr);
+
+		mbcf_qp_defer(qp);	/* those before a failed one are posted */
+		return err;
+	}
+	/* A user QP's requests arrive through its ring: this is a doorbell. */
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
@@ -276,6 +300,12 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	u64 now = mbcf_proto_now();
 
+	if (qp->kernel) {
+		int err = mbcf_wr_kpost_recv(qp, wr, bad_wr);
+
+		mbcf_qp_defer(qp);
+		return err;
+	}
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
@@ -291,12 +321,23 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 
 /* ---- create / destroy -------------------------------------------------- */
 
-static int mbcf_qp_check_init(struct ib_qp_init_attr *init)
+static int mbcf_qp_check_init(struct ib_qp_init_attr *init, bool kernel)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
-	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC) ||
-	    init->srq || init->create_flags)
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:	/* the MAD layer's QP1, a kernel consumer */
+		if (!kernel || init->port_num != 1)
+			return -EOPNOTSUPP;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > MBCF_MAX_QP_WR || cap->max_recv_wr > MBCF_MAX_QP_WR ||
 	    cap->max_send_sge > MBCF_MAX_SGE || cap->max_recv_sge > MBCF_MAX_SGE ||
@@ -372,21 +413,43 @@ static void mbcf_qp_ring_info(struct mbcf_ring_info *ri, const struct mbcf_wq *q
 	ri->stride = q->ring.stride;
 }
 
+/*
+ * The QP's number: 1 for the GSI QP (QP1, one per device), else the next
+ * free one from 2 (0 and 1 are special in verbs; 24 bits on the wire).
+ * Reserved now, published when the QP is fully built.
+ */
+static int mbcf_qp_alloc_qpn(struct mbcf_dev *dev, struct ib_qp *ibqp)
+{
+	u32 qpn;
+	int err;
+
+	if (ibqp->qp_type == IB_QPT_GSI) {
+		err = xa_insert(&dev->qp_xa, 1, NULL, GFP_KERNEL);
+		qpn = 1;
+	} else {
+		err = xa_alloc_cyclic(&dev->qp_xa, &qpn, NULL,
+				      XA_LIMIT(2, MBCF_QPN_MASK), &dev->qp_next,
+				      GFP_KERNEL);
+	}
+	if (err < 0)
+		return err;
+	ibqp->qp_num = qpn;
+	return 0;
+}
+
 int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		   struct ib_udata *udata)
 {
 	struct mbcf_dev *dev = to_mbcf_dev(ibqp->device);
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	struct mbcf_create_qp_resp resp = {};
-	struct mbcf_ucontext *uc;
-	u32 sq_n, sq_stride, rq_n, rq_stride, qpn;
+	struct mbcf_ucontext *uc = NULL;
+	u32 sq_n, sq_stride, rq_n, rq_stride;
 	int err;
 
-	if (!udata)
-		return -EOPNOTSUPP;	/* user-space QPs only */
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	err = mbcf_qp_check_init(init);
+	err = mbcf_qp_check_init(init, !udata);
 	if (err)
 		return err;
 	if (atomic_inc_return(&dev->qp_count) > MBCF_MAX_QP) {
@@ -396,7 +459,10 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->dev = dev;
 	qp->id = atomic64_inc_return(&dev->qp_ids);
+	qp->kernel = !udata;
+	qp->ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
 	spin_lock_init(&qp->lock);
+	spin_lock_init(&qp->klock);
 	skb_queue_head_init(&qp->txq);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
 	qp->state = IB_QPS_RESET;
@@ -416,30 +482,32 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	refcount_set(&qp->ref->users, 1);
 	init_completion(&qp->ref->idle);
 
-	uc = rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
-	err = mbcf_qp_alloc_mem(qp, &uc->ibuc, &init->cap, sq_n, sq_stride,
-				rq_n, rq_stride);
+	if (udata)
+		uc = rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
+	err = mbcf_qp_alloc_mem(qp, uc ? &uc->ibuc : NULL, &init->cap, sq_n,
+				sq_stride, rq_n, rq_stride);
 	if (err)
 		goto err_ref;
+	/* a kernel consumer's posts produce into the rings from here */
+	qp->ksq = qp->sq.ring;
+	qp->krq = qp->rq.ring;
 
-	/* QPN 0 and 1 are special in verbs; 24 bits on the wire. */
-	err = xa_alloc_cyclic(&dev->qp_xa, &qpn, NULL, XA_LIMIT(2, MBCF_QPN_MASK),
-			      &dev->qp_next, GFP_KERNEL);
-	if (err < 0)
-		goto err_mem;
-	ibqp->qp_num = qpn;
-
-	mbcf_qp_ring_info(&resp.sq, &qp->sq);
-	mbcf_qp_ring_info(&resp.rq, &qp->rq);
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	err = mbcf_qp_alloc_qpn(dev, ibqp);
 	if (err)
-		goto err_xa;
+		goto err_mem;
+	if (udata) {
+		mbcf_qp_ring_info(&resp.sq, &qp->sq);
+		mbcf_qp_ring_info(&resp.rq, &qp->rq);
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
 	/* Visible to the receive path only now, fully built (RCU). */
-	xa_store(&dev->qp_xa, qpn, qp->ref, GFP_KERNEL);
+	xa_store(&dev->qp_xa, ibqp->qp_num, qp->ref, GFP_KERNEL);
 	return 0;
 
 err_xa:
-	xa_erase(&dev->qp_xa, qpn);
+	xa_erase(&dev->qp_xa, ibqp->qp_num);
 err_mem:
 	mbcf_qp_free_mem(qp);
 err_ref:
@@ -475,6 +543,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	__skb_queue_purge(&qp->txq);	/* nothing should be left; never leak */
 	mbcf_stats_retire(dev, &qp->conn.ctr);
+	mbcf_stats_retire(dev, &qp->dgram.ctr);
 	mbcf_qp_free_mem(qp);
 	atomic_dec(&dev->qp_count);
 	return 0;
@@ -510,17 +579,30 @@ static u64 mbcf_qp_rto_ns(u8 timeout)
 	return 4096ull << min_t(u8, timeout, 31);
 }
 
-static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
-			      int mask)
+/* All or nothing: nothing of a modify_qp is applied unless all of it is valid. */
+static int mbcf_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_PKEY_INDEX && attr->pkey_index) ||
+	    (mask & IB_QP_PORT && attr->port_num != 1) ||
+	    (mask & IB_QP_MAX_DEST_RD_ATOMIC &&
+	     attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MAX_QP_RD_ATOMIC &&
+	     attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IB_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IB_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IB_QP_RNR_RETRY && attr->rnr_retry > 7))
+		return -EINVAL;
+	return 0;
+}
+
+static void mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
 {
 	struct ib_qp_attr *a = &qp->attr;
 
 	if (mask & IB_QP_ACCESS_FLAGS)
 		a->qp_access_flags = attr->qp_access_flags;
-	if (mask & IB_QP_PKEY_INDEX && attr->pkey_index)
-		return -EINVAL;
-	if (mask & IB_QP_PORT && attr->port_num != 1)
-		return -EINVAL;
 	if (mask & IB_QP_PATH_MTU)
 		a->path_mtu = attr->path_mtu;
 	if (mask & IB_QP_AV) {
@@ -535,25 +617,20 @@ static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
 		a->rq_psn = attr->rq_psn & MBCF_PSN_MASK;
 	if (mask & IB_QP_SQ_PSN)
 		a->sq_psn = attr->sq_psn & MBCF_PSN_MASK;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		if (attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	}
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		if (attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
 		a->max_rd_atomic = attr->max_rd_atomic;
-	}
 	if (mask & IB_QP_MIN_RNR_TIMER)
-		a->min_rnr_timer = attr->min_rnr_timer & 31;
+		a->min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IB_QP_TIMEOUT)
 		a->timeout = attr->timeout;
 	if (mask & IB_QP_RETRY_CNT)
-		a->retry_cnt = min_t(u8, attr->retry_cnt, 7);
+		a->retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
-		a->rnr_retry = min_t(u8, attr->rnr_retry, 7);
-	return 0;
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
 }
 
 /* The core's view of the connection, from the verbs attributes. */
@@ -595,12 +672,22 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 		 */
 		mbcf_stats_retire(qp->dev, &qp->conn.ctr);
 		memset(&qp->conn.ctr, 0, sizeof(qp->conn.ctr));
+		mbcf_stats_retire(qp->dev, &qp->dgram.ctr);
+		memset(&qp->dgram, 0, sizeof(qp->dgram));
 		mbcf_wr_reset(qp);	/* a reset QP has no requests */
 		mbcf_qp_default_attrs(qp);
 		break;
 	case IB_QPS_INIT:
 		break;
 	case IB_QPS_RTR:
+		if (qp->ud) {	/* datagrams are taken from now on */
+			if (mbcf_dgram_init(&qp->dgram, qp->ibqp.qp_num,
+					    qp->attr.qkey,
+					    READ_ONCE(qp->dev->ndev->mtu),
+					    &mbcf_proto_ops, qp))
+				return -EINVAL;
+			break;
+		}
 		/* The receive side starts now; the send side at RTS. */
 		mbcf_qp_conn_cfg(qp, &cfg);
 		err = mbcf_conn_init(&qp->conn, &cfg, &mbcf_proto_ops, qp,
@@ -610,6 +697,8 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 			return -EINVAL;
 		break;
 	case IB_QPS_RTS:
+		if (qp->ud)
+			break;
 		mbcf_qp_conn_cfg(qp, &cfg);
 		if (mbcf_conn_set_send(&qp->conn, &cfg))
 			return -EINVAL;
@@ -629,6 +718,8 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	enum ib_qp_state cur, next;
+	struct ib_qp_attr saved;
+	u8 saved_dmac[ETH_ALEN];
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -647,11 +738,19 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		goto out;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && cur != IB_QPS_INIT)
 		goto out;	/* the responder ring is sized at RTR */
-	err = mbcf_qp_save_attrs(qp, attr, mask);
+	err = mbcf_qp_check_attrs(attr, mask);
 	if (err)
 		goto out;
+	saved = qp->attr;
+	memcpy(saved_dmac, qp->dmac, ETH_ALEN);
+	mbcf_qp_save_attrs(qp, attr, mask);
 	if (next != cur || next == IB_QPS_RESET)
 		err = mbcf_qp_transition(qp, next);
+	if (err) {	/* the transition refused: nothing changes */
+		qp->attr = saved;
+		qp->dest_qpn = saved.dest_qp_num;
+		memcpy(qp->dmac, saved_dmac, ETH_ALEN);
+	}
 	if (!err)
 		mbcf_qp_settle(qp, mbcf_proto_now());
 out:

@@ -12,6 +12,9 @@
  * is freed by mbcf_umap_free() once the entry is removed (object destroyed
  * or device gone).  A mapping the process still holds keeps its own page
  * references, so it stays valid memory that the kernel no longer reads.
+ *
+ * Kernel consumers' objects (no user context) use the same buffers with no
+ * mmap entry: mbcf_umap_remove() frees them at once.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -39,7 +42,10 @@ static void mbcf_umap_release(struct mbcf_umap *m)
 	kfree(m);
 }
 
-/* A zeroed, page-rounded buffer of at least @len bytes, offered to mmap. */
+/*
+ * A zeroed, page-rounded buffer of at least @len bytes, offered to mmap in
+ * @uctx (NULL: a kernel consumer's, never mapped).
+ */
 struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len)
 {
 	struct mbcf_umap *m;
@@ -62,6 +68,9 @@ struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len)
 	m->buf = vmap(m->pages, m->npages, VM_MAP, PAGE_KERNEL);
 	if (!m->buf)
 		goto err_nomem;
+	m->kernel = !uctx;
+	if (m->kernel)
+		return m;
 	err = rdma_user_mmap_entry_insert(uctx, &m->rdma, m->len);
 	if (err)
 		goto err_release;
@@ -82,7 +91,9 @@ u64 mbcf_umap_offset(const struct mbcf_umap *m)
 /* No new mappings; the buffer goes when its entry does (mbcf_umap_free). */
 void mbcf_umap_remove(struct mbcf_umap *m)
 {
-	if (m)
+	if (m && m->kernel)
+		mbcf_umap_release(m);
+	else if (m)
 		rdma_user_mmap_entry_remove(&m->rdma);
 }
 

@@ -4,6 +4,7 @@
  * entry point checks its arguments and hands off; no protocol logic here.
  */
 #include <linux/module.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <uapi/rdma/ib_user_verbs.h>
 
@@ -11,7 +12,6 @@
 #include "rdma/mbcf-abi.h"
 
 #define MBCF_PKEY_DEFAULT	0xffff
-#define MBCF_GID_TBL_LEN	16
 
 static int mbcf_verbs_query_device(struct ib_device *ibdev,
 				   struct ib_device_attr *attr,
@@ -37,6 +37,7 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->max_cqe = MBCF_MAX_CQE;
 	attr->max_mr = MBCF_MAX_MR;
 	attr->max_mw = MBCF_MAX_MW;
+	attr->max_ah = MBCF_MAX_AH;
 	attr->max_pd = MBCF_MAX_PD;
 	attr->max_qp_rd_atom = MBCF_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = MBCF_MAX_RD_ATOMIC;
@@ -50,7 +51,7 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->local_ca_ack_delay = 15;
 	/* The core copies this into ibdev->attrs at registration; nldev
 	 * refuses `rdma link delete` without it. */
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_LOCAL_DMA_LKEY;
 	return 0;
 }
 
@@ -72,6 +73,8 @@ static int mbcf_verbs_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->pkey_tbl_len = 1;
 	attr->max_msg_sz = MBCF_MAX_MSG_SIZE;
 	attr->max_vl_num = 1;
+	/* the CM runs over QP1 (rdma_cm, ib_cm); no subnet manager on RoCE */
+	attr->port_cap_flags = IB_PORT_CM_SUP;
 	return ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
 				&attr->active_width);
 }
@@ -80,11 +83,15 @@ static int mbcf_verbs_get_port_immutable(struct ib_device *ibdev,
 					 u32 port_num,
 					 struct ib_port_immutable *immutable)
 {
-	/* RoCE v1 semantics: a link-local GID maps to a MAC with no ARP. */
-	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE;
+	/*
+	 * RoCE v1: GIDs are IP addresses (and the link-local one from the
+	 * MAC), MADs travel as datagrams on QP1, so the RDMA core runs its
+	 * MAD, CM and rdma_cm clients on the port.
+	 */
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE;
 	immutable->pkey_tbl_len = 1;
 	immutable->gid_tbl_len = MBCF_GID_TBL_LEN;
-	immutable->max_mad_size = 0;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
@@ -180,6 +187,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.create_cq = mbcf_cq_create,
 	.destroy_cq = mbcf_cq_destroy,
 	.req_notify_cq = mbcf_cq_req_notify,
+	.poll_cq = mbcf_cq_poll,
 	.resize_cq = mbcf_cq_resize,
 	.create_qp = mbcf_qp_create,
 	.modify_qp = mbcf_qp_modify,

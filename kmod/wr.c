@@ -152,10 +152,11 @@ static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
 }
 
 /*
- * The status of a request the provider could not have posted: the ring
- * protocol was broken.  It also raises IB_EVENT_QP_FATAL (fail_head).
+ * Not an ib_wc_status: a request the provider could not have posted, the
+ * ring protocol was broken.  It completes with IB_WC_LOC_QP_OP_ERR and
+ * raises IB_EVENT_QP_FATAL (mbcf_wr_fail_head).
  */
-#define MBCF_WR_MALFORMED	IB_WC_LOC_QP_OP_ERR
+#define MBCF_WR_MALFORMED	0xff
 
 static const u8 mbcf_wr_ops[] = {
 	[IB_UVERBS_WR_RDMA_WRITE] = MBCF_OP_WRITE,
@@ -191,9 +192,14 @@ static u8 mbcf_wr_wc_opcode(u32 uverbs_op)
 	}
 }
 
-/* Reads and atomics need a response: an unreliable QP has none (verbs). */
+/*
+ * Reads and atomics need a response: an unreliable QP has none (verbs); a
+ * datagram QP only sends.
+ */
 static bool mbcf_wr_op_allowed(const struct mbcf_qp *qp, u8 op)
 {
+	if (qp->ud)
+		return op == MBCF_OP_SEND || op == MBCF_OP_SEND_IMM;
 	return qp->ibqp.qp_type != IB_QPT_UC ||
 	       !(op == MBCF_OP_READ_REQ || op == MBCF_OP_CMP_SWAP ||
 		 op == MBCF_OP_FETCH_ADD);
@@ -249,8 +255,8 @@ static u8 mbcf_wr_take_sges(struct mbcf_qp *qp, struct mbcf_wr_send *w,
 		const struct mbcf_sge *s = &w->sge[i];
 
 		*len += s->length;
-		if (s->length && mbcf_mr_check(qp, s->lkey, s->addr, s->length,
-					       need))
+		if (s->length && mbcf_mr_check_local(qp, s->lkey, s->addr,
+						     s->length, need))
 			return IB_WC_LOC_PROT_ERR;
 	}
 	return IB_WC_SUCCESS;
@@ -337,6 +343,39 @@ static u8 mbcf_wr_enqueue(struct mbcf_qp *qp, struct mbcf_wr *wr)
 }
 
 /*
+ * A UD send, now (its slot is read): the address handle's address, the
+ * datagram, and its completion, which releases the slot.  A handle that
+ * is gone or another PD's fails the request (LOC_QP_OP_ERR, as rxe).
+ */
+static void mbcf_wr_send_dgram(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
+			       const struct mbcf_wr *wr)
+{
+	struct mbcf_ud_dest to = {
+		.remote_qpn = h->ud.remote_qpn & MBCF_QPN_MASK,
+		.qkey = h->remote_qkey,
+	};
+	struct mbcf_ud_addr a;
+	struct mbcf_cqe c = {
+		.cookie = wr->cookie,
+		.status = MBCF_WC_LOC_QP_OP_ERR,
+	};
+
+	if (mbcf_ah_lookup(qp->dev, h->ud.ah, qp->ibqp.pd, &a)) {
+		mbcf_wr_complete(qp, &c);
+		return;
+	}
+	/* a Q_Key with the high bit set stands for the QP's own (IBA 10.2.5) */
+	if (to.qkey & 0x80000000)
+		to.qkey = qp->attr.qkey;
+	to.vtf = a.vtf;
+	to.hop_limit = a.hop_limit;
+	memcpy(to.sgid, a.sgid, 16);
+	memcpy(to.dgid, a.dgid, 16);
+	memcpy(qp->ud_dmac, a.dmac, ETH_ALEN);
+	mbcf_dgram_send(&qp->dgram, wr, &to);
+}
+
+/*
  * Take the send request at sq.rd.  False if it failed: it stays at sq.rd
  * (its slot taken) and completes with its status after every earlier
  * request (mbcf_wr_fail_head), then the QP goes to the error state.
@@ -352,12 +391,21 @@ static bool mbcf_wr_take_send(struct mbcf_qp *qp)
 
 	memcpy(&h, e, sizeof(h));	/* every header field is read here, once */
 	st = mbcf_wr_parse_send(qp, &h, e, w, &wr);
-	if (st == IB_WC_SUCCESS) {
-		wr.cookie = q->ring.rd;
+	wr.cookie = q->ring.rd;
+	if (st == IB_WC_SUCCESS && !qp->ud)
 		st = mbcf_wr_enqueue(qp, &wr);
+	if (st == IB_WC_SUCCESS && qp->ud) {
+		/* sent (or failed) now: its completion releases the slot */
+		mbcf_ring_read_next(&q->ring);
+		mbcf_wr_send_dgram(qp, &h, &wr);
+		return true;
 	}
 	if (st != IB_WC_SUCCESS) {
 		qp->pend |= MBCF_QP_PEND_WQE;
+		if (st == MBCF_WR_MALFORMED) {
+			qp->pend |= MBCF_QP_PEND_WQE_FATAL;
+			st = IB_WC_LOC_QP_OP_ERR;
+		}
 		qp->pend_status = st;
 		return false;
 	}
@@ -401,7 +449,7 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp)
 
 /* Into @cq, unless the QP is being destroyed (no completions after that). */
 static int mbcf_wr_push(struct mbcf_qp *qp, struct ib_cq *cq,
-			const struct ib_uverbs_wc *wc, bool solicited)
+			const struct ib_wc *wc, bool solicited)
 {
 	if (qp->dying)
 		return 0;
@@ -411,12 +459,13 @@ static int mbcf_wr_push(struct mbcf_qp *qp, struct ib_cq *cq,
 static int mbcf_wr_push_send(struct mbcf_qp *qp, const struct mbcf_wr_send *w,
 			     u8 status, u32 byte_len)
 {
-	struct ib_uverbs_wc wc = {
+	struct ib_wc wc = {
 		.wr_id = w->wr_id,
 		.status = status,
 		.opcode = w->wc_op,
 		.byte_len = byte_len,
-		.qp_num = qp->ibqp.qp_num,
+		.qp = &qp->ibqp,
+		.port_num = 1,
 	};
 
 	if (status == IB_WC_SUCCESS && !(w->flags & MBCF_WR_SIGNALED))
@@ -434,14 +483,16 @@ void mbcf_wr_fail_head(struct mbcf_qp *qp)
 	struct mbcf_wq *q = &qp->sq;
 	u8 st = qp->pend_status;
 
-	qp->pend &= ~MBCF_QP_PEND_WQE;
-	if (qp->conn.state != MBCF_CONN_RTS)
+	bool fatal = qp->pend & MBCF_QP_PEND_WQE_FATAL;
+
+	qp->pend &= ~(MBCF_QP_PEND_WQE | MBCF_QP_PEND_WQE_FATAL);
+	if (!qp->ud && qp->conn.state != MBCF_CONN_RTS)
 		st = IB_WC_WR_FLUSH_ERR;
 	mbcf_wr_push_send(qp, mbcf_wr_send_at(q, q->ring.rd), st, 0);
 	mbcf_ring_read_next(&q->ring);
 	mbcf_ring_release(&q->ring, 1);
-	qp->pend |= st == MBCF_WR_MALFORMED ? MBCF_QP_PEND_FATAL :
-					      MBCF_QP_PEND_ERROR;
+	qp->pend |= fatal && st != IB_WC_WR_FLUSH_ERR ? MBCF_QP_PEND_FATAL :
+							MBCF_QP_PEND_ERROR;
 }
 
 static const u8 mbcf_wr_wc_status[] = {
@@ -476,6 +527,9 @@ static int mbcf_wr_complete_send(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 		byte_len = c->byte_len;
 	else if (w->wc_op == IB_WC_COMP_SWAP || w->wc_op == IB_WC_FETCH_ADD)
 		byte_len = 8;
+	/* a connection fails by itself; a datagram QP by its requests */
+	if (qp->ud && c->status != MBCF_WC_SUCCESS)
+		qp->pend |= MBCF_QP_PEND_ERROR;
 	return mbcf_wr_push_send(qp, w, mbcf_wr_map_status(c->status), byte_len);
 }
 
@@ -483,24 +537,33 @@ static int mbcf_wr_complete_recv(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 {
 	struct mbcf_wq *q = &qp->rq;
 	const struct mbcf_wr_recv *w = mbcf_wr_recv_at(q, c->cookie);
-	struct ib_uverbs_wc wc = {
+	struct ib_wc wc = {
 		.wr_id = w->wr_id,
 		.status = mbcf_wr_map_status(c->status),
 		.opcode = c->op == MBCF_OP_WRITE_IMM ? IB_WC_RECV_RDMA_WITH_IMM :
 						      IB_WC_RECV,
 		.byte_len = c->byte_len,
-		.qp_num = qp->ibqp.qp_num,
-		.src_qp = qp->dest_qpn,
+		.qp = &qp->ibqp,
+		.src_qp = c->flags & MBCF_CQE_GRH ? c->src_qpn : qp->dest_qpn,
+		.port_num = 1,
 	};
 
 	mbcf_ring_release(&q->ring, 1);
 	if (c->flags & MBCF_CQE_IMM) {
-		wc.ex.imm_data = (__force __u32)cpu_to_be32(c->imm);
+		wc.ex.imm_data = cpu_to_be32(c->imm);
 		wc.wc_flags |= IB_WC_WITH_IMM;
 	}
-	if (c->flags & MBCF_CQE_INV) {		/* SEND_WITH_INV: the key */
+	if (c->flags & MBCF_CQE_INV) {
 		wc.ex.invalidate_rkey = c->imm;
 		wc.wc_flags |= IB_WC_WITH_INVALIDATE;
+	}
+	/*
+	 * A datagram: a GRH in front of the data, RoCE v1 (IB layout), whose
+	 * GIDs the MAD layer looks up among the port's RoCE v1 GIDs.
+	 */
+	if (c->flags & MBCF_CQE_GRH) {
+		wc.wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+		wc.network_hdr_type = RDMA_NETWORK_ROCE_V1;
 	}
 	return mbcf_wr_push(qp, qp->ibqp.recv_cq, &wc,
 			    c->flags & MBCF_CQE_SOLICITED);
@@ -532,9 +595,10 @@ int mbcf_wr_complete(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 static bool mbcf_wr_flush_queue(struct mbcf_qp *qp, struct mbcf_wq *q,
 				bool send)
 {
-	struct ib_uverbs_wc wc = {
+	struct ib_wc wc = {
 		.status = IB_WC_WR_FLUSH_ERR,
-		.qp_num = qp->ibqp.qp_num,
+		.qp = &qp->ibqp,
+		.port_num = 1,
 	};
 	const void *e;
 	u32 n;
@@ -709,4 +773,120 @@ int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	w = mbcf_wr_send_at(&qp->sq, pl->cookie);
 	return mbcf_mr_gather_pages(qp, w->sge, w->num_sge, pl->offset, pl->len,
 				    sp);
+}
+
+/* ---- a kernel consumer's posts --------------------------------------------- */
+
+/*
+ * post_send of a kernel QP: the requests become send entries, the same the
+ * provider writes, in the QP's kernel ring; tx_work takes them like a
+ * doorbell would (post_send may come with interrupts off, so nothing here
+ * takes the QP's lock).  The entries go through every check of wr.c too.
+ */
+static int mbcf_wr_kentry(struct mbcf_qp *qp, const struct ib_send_wr *wr,
+			  struct mbcf_send_wqe *e)
+{
+	u32 i, off = 0;
+
+	if (wr->opcode > IB_WR_ATOMIC_FETCH_AND_ADD &&
+	    wr->opcode != IB_WR_LOCAL_INV && wr->opcode != IB_WR_SEND_WITH_INV)
+		return -EINVAL;		/* REG_MR and the like: not offered */
+	if (wr->num_sge < 0 || (!(wr->send_flags & IB_SEND_INLINE) &&
+				wr->num_sge > qp->sq.max_sge))
+		return -EINVAL;
+	memset(e, 0, sizeof(*e));
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->send_flags = wr->send_flags;
+	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+		e->imm_data_be = (__force u32)wr->ex.imm_data;
+	else if (wr->opcode == IB_WR_LOCAL_INV ||
+		 wr->opcode == IB_WR_SEND_WITH_INV)
+		e->invalidate_rkey = wr->ex.invalidate_rkey;
+	if (qp->ud) {
+		e->ud.ah = mbcf_ah_num(ud_wr(wr)->ah);
+		e->ud.remote_qpn = ud_wr(wr)->remote_qpn;
+		e->remote_qkey = ud_wr(wr)->remote_qkey;
+	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		e->remote_addr = atomic_wr(wr)->remote_addr;
+		e->rkey = atomic_wr(wr)->rkey;
+		e->compare_add = atomic_wr(wr)->compare_add;
+		e->swap = atomic_wr(wr)->swap;
+	} else if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM &&
+		   wr->opcode != IB_WR_LOCAL_INV &&
+		   wr->opcode != IB_WR_SEND_WITH_INV) {
+		e->remote_addr = rdma_wr(wr)->remote_addr;
+		e->rkey = rdma_wr(wr)->rkey;
+	}
+	if (!(wr->send_flags & IB_SEND_INLINE)) {
+		e->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			e->sge[i] = (struct mbcf_sge){ wr->sg_list[i].addr,
+				wr->sg_list[i].length, wr->sg_list[i].lkey };
+		return 0;
+	}
+	/* kernel inline data is kernel memory the caller may reuse at once */
+	for (i = 0; i < wr->num_sge; i++) {
+		if (wr->sg_list[i].length > qp->max_inline - off)
+			return -EINVAL;
+		memcpy(e->inline_data + off,
+		       (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		off += wr->sg_list[i].length;
+	}
+	e->inline_len = off;
+	return 0;
+}
+
+int mbcf_wr_kpost_send(struct mbcf_qp *qp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr)
+{
+	unsigned long irqf;
+	bool corrupt;
+	void *e;
+	int err = 0;
+
+	spin_lock_irqsave(&qp->klock, irqf);
+	for (; wr; wr = wr->next) {
+		e = mbcf_ring_produce_slot(&qp->ksq, &corrupt);
+		err = e ? mbcf_wr_kentry(qp, wr, e) : -ENOMEM;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		mbcf_ring_produce(&qp->ksq);
+	}
+	spin_unlock_irqrestore(&qp->klock, irqf);
+	return err;
+}
+
+int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	struct mbcf_recv_wqe *e;
+	unsigned long irqf;
+	bool corrupt;
+	int err = 0;
+	u32 i;
+
+	spin_lock_irqsave(&qp->klock, irqf);
+	for (; wr; wr = wr->next) {
+		e = mbcf_ring_produce_slot(&qp->krq, &corrupt);
+		if (!e || wr->num_sge < 0 || wr->num_sge > qp->rq.max_sge) {
+			err = e ? -EINVAL : -ENOMEM;
+			*bad_wr = wr;
+			break;
+		}
+		e->wr_id = wr->wr_id;
+		e->num_sge = wr->num_sge;
+		e->reserved = 0;
+		for (i = 0; i < wr->num_sge; i++)
+			e->sge[i] = (struct mbcf_sge){ wr->sg_list[i].addr,
+				wr->sg_list[i].length, wr->sg_list[i].lkey };
+		mbcf_ring_produce(&qp->krq);
+	}
+	spin_unlock_irqrestore(&qp->klock, irqf);
+	return err;
 }

@@ -137,28 +137,7 @@ int mbcf_cq_destroy(struct ibv_cq *ibcq)
 	return 0;
 }
 
-/*
- * ib_uverbs_wc.wc_flags holds the kernel's enum ib_wc_flags, where
- * WITH_INVALIDATE is bit 2 and IP_CSUM_OK bit 3; libibverbs has them the
- * other way round (IBV_WC_IP_CSUM_OK bit 2, IBV_WC_WITH_INV bit 3).
- * GRH and WITH_IMM agree.
- */
-#define MBCF_KWC_WITH_INVALIDATE	(1u << 2)
-#define MBCF_KWC_IP_CSUM_OK		(1u << 3)
-
-unsigned int mbcf_wc_flags(uint32_t k)
-{
-	unsigned int f = k & ~(MBCF_KWC_WITH_INVALIDATE | MBCF_KWC_IP_CSUM_OK);
-
-	if (k & MBCF_KWC_WITH_INVALIDATE)
-		f |= IBV_WC_WITH_INV;
-	if (k & MBCF_KWC_IP_CSUM_OK)
-		f |= IBV_WC_IP_CSUM_OK;
-	return f;
-}
-
-/* struct ib_uverbs_wc and struct ibv_wc share every numeric encoding but
- * wc_flags'. */
+/* struct ib_uverbs_wc and struct ibv_wc share every numeric encoding. */
 static void mbcf_cqe_to_wc(const struct ib_uverbs_wc *e, struct ibv_wc *wc)
 {
 	wc->wr_id = e->wr_id;
@@ -170,7 +149,7 @@ static void mbcf_cqe_to_wc(const struct ib_uverbs_wc *e, struct ibv_wc *wc)
 	wc->imm_data = e->ex.imm_data;
 	wc->qp_num = e->qp_num;
 	wc->src_qp = e->src_qp;
-	wc->wc_flags = mbcf_wc_flags(e->wc_flags);
+	wc->wc_flags = e->wc_flags;
 	wc->pkey_index = e->pkey_index;
 	wc->slid = e->slid;
 	wc->sl = e->sl;
@@ -311,7 +290,7 @@ static uint32_t mbcf_cq_read_src_qp(struct ibv_cq_ex *cqx)
 
 static unsigned int mbcf_cq_read_wc_flags(struct ibv_cq_ex *cqx)
 {
-	return mbcf_wc_flags(cqx_to_mcq(cqx)->cur.wc_flags);
+	return cqx_to_mcq(cqx)->cur.wc_flags;
 }
 
 static uint32_t mbcf_cq_read_slid(struct ibv_cq_ex *cqx)

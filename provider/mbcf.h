@@ -3,11 +3,12 @@
  * mbcf rdma-core provider: objects and the entry points of each file.
  *
  * mbcf.c   device match, context open/close, the ops table
- * verbs.c  thin control-path verbs: query, PD, MR (ibv_cmd_* and return)
+ * verbs.c  thin control-path verbs: query, PD, MR, MW, AH (ibv_cmd_* and
+ *          return)
  * cq.c     completion queues: create/destroy, and poll_cq / the extended
  *          polling API (ibv_start_poll ...) on the mmapped CQ ring without
  *          a system call
- * qp.c     RC queue pairs: create (also ibv_create_qp_ex), modify, query,
+ * qp.c     queue pairs (RC, UC, UD): create (also ibv_create_qp_ex), modify, query,
  *          destroy; maps the SQ/RQ rings
  * wr.c     work requests into the rings: post_send / post_recv and the
  *          extended work-request API (ibv_wr_start ... ibv_wr_complete),
@@ -75,6 +76,21 @@ struct mbcf_qp {
 	uint32_t wr_first;		/* sq idx at ibv_wr_start */
 	int wr_err;			/* first error of the batch */
 };
+
+/* An address handle: the kernel's number for it goes in UD send entries. */
+struct mbcf_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t num;
+};
+
+/* CREATE_AH response: the core response, then struct mbcf_create_ah_resp. */
+struct mbcf_create_ah_resp_full {
+	struct ib_uverbs_create_ah_resp ibv_resp;
+	struct mbcf_create_ah_resp drv;
+};
+static_assert(offsetof(struct mbcf_create_ah_resp_full, drv) ==
+	      sizeof(struct ib_uverbs_create_ah_resp),
+	      "driver data must follow the core response");
 
 /*
  * GET_CONTEXT response as libibverbs sees it: the core response, then our
@@ -153,6 +169,11 @@ static inline struct mbcf_qp *to_mqp(struct ibv_qp *ibqp)
 	return container_of(ibqp, struct mbcf_qp, vqp.qp);
 }
 
+static inline struct mbcf_ah *to_mah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct mbcf_ah, ibv_ah);
+}
+
 /*
  * cq.c / qp.c: check a kernel-supplied ring description (power-of-two
  * entries, stride at least min_stride, the mapping large enough for every
@@ -176,6 +197,8 @@ struct ibv_mw *mbcf_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int mbcf_verbs_dealloc_mw(struct ibv_mw *mw);
 int mbcf_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
+struct ibv_ah *mbcf_verbs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int mbcf_verbs_destroy_ah(struct ibv_ah *ah);
 
 /* cq.c */
 struct ibv_cq *mbcf_cq_create(struct ibv_context *ibctx, int cqe,
@@ -184,7 +207,6 @@ struct ibv_cq *mbcf_cq_create(struct ibv_context *ibctx, int cqe,
 struct ibv_cq_ex *mbcf_cq_create_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr);
 void mbcf_cq_set_ex_ops(struct ibv_cq_ex *cqx);
-unsigned int mbcf_wc_flags(uint32_t kernel_wc_flags);
 int mbcf_cq_destroy(struct ibv_cq *cq);
 int mbcf_cq_resize(struct ibv_cq *cq, int cqe);
 int mbcf_cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
@@ -214,6 +236,7 @@ int mbcf_qp_enable_ex(struct mbcf_qp *qp);
 				IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
 				IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |		\
 				IBV_QP_EX_WITH_LOCAL_INV)
+#define MBCF_UD_SEND_OPS_FLAGS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 int mbcf_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int mbcf_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,

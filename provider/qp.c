@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Queue pairs (RC and UC, no SRQ): create (also ibv_create_qp_ex with the
+ * Queue pairs (RC, UC, UD; no SRQ yet): create (also ibv_create_qp_ex with the
  * work-request API), modify, query, destroy.  CREATE_QP returns two rings,
  * the send and the receive queue, that we mmap() on the context fd; wr.c
  * produces work requests into them.  Everything here is one uverbs command.
@@ -106,12 +106,13 @@ static int mbcf_qp_check_ex(const struct ibv_qp_init_attr_ex *attr)
 		return EOPNOTSUPP;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		return EINVAL;
-	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC) ||
-	    attr->srq)
+	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	     attr->qp_type != IBV_QPT_UD) || attr->srq)
 		return EOPNOTSUPP;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		uint64_t ok = attr->qp_type == IBV_QPT_RC ? MBCF_RC_SEND_OPS_FLAGS :
-							    MBCF_UC_SEND_OPS_FLAGS;
+			      attr->qp_type == IBV_QPT_UC ? MBCF_UC_SEND_OPS_FLAGS :
+							    MBCF_UD_SEND_OPS_FLAGS;
 
 		if (attr->send_ops_flags & ~ok)
 			return EOPNOTSUPP;

@@ -164,3 +164,38 @@ int mbcf_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 	mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
+
+/*
+ * ibv_create_ah: the kernel resolves the destination MAC (RoCE) and names
+ * the handle by a number, which UD send entries carry.
+ */
+struct ibv_ah *mbcf_verbs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct mbcf_create_ah_resp_full resp = {};
+	struct mbcf_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->num = resp.drv.ah_num;
+	return &ah->ibv_ah;
+}
+
+int mbcf_verbs_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	free(to_mah(ibah));
+	return 0;
+}

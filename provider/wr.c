@@ -161,10 +161,24 @@ static void mbcf_sq_bind(struct mbcf_send_wqe *e, const struct ibv_mw *mw,
 	e->bind.access = info->mw_access_flags;
 }
 
-/* Opcodes an unreliable QP cannot carry: they need a response (verbs). */
+/*
+ * Opcodes an unreliable connection cannot carry: they need a response
+ * (verbs).  A datagram QP only sends.
+ */
 static bool mbcf_sq_op_ok(const struct ibv_qp *ibqp, uint32_t opcode)
 {
+	if (ibqp->qp_type == IBV_QPT_UD)
+		return opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM;
 	return ibqp->qp_type != IBV_QPT_UC || !mbcf_op_reads_remote(opcode);
+}
+
+/* Where a UD send goes: the handle's number, the QP, the Q_Key. */
+static void mbcf_sq_ud(struct mbcf_send_wqe *e, struct ibv_ah *ah,
+		       uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	e->ud.ah = ah ? to_mah(ah)->num : 0;	/* 0 names no handle */
+	e->ud.remote_qpn = remote_qpn;
+	e->remote_qkey = remote_qkey;
 }
 
 /* ---- ibv_post_send / ibv_post_recv ------------------------------------------ */
@@ -223,6 +237,9 @@ static int mbcf_post_one_send(struct mbcf_qp *qp, const struct ibv_send_wr *wr)
 	if (!e)
 		return err;
 	err = mbcf_sq_header_of(e, wr);
+	if (!err && qp->vqp.qp.qp_type == IBV_QPT_UD)
+		mbcf_sq_ud(e, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+			   wr->wr.ud.remote_qkey);
 	if (!err && (wr->send_flags & IBV_SEND_INLINE)) {
 		for (i = 0; !err && i < wr->num_sge; i++)
 			err = mbcf_sq_add_inline(qp, e,
@@ -455,6 +472,17 @@ static void mbcf_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
 		mbcf_sq_bind(e, mw, rkey, info);
 }
 
+static void mbcf_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+				uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct mbcf_qp *qp = qpx_to_mqp(qpx);
+
+	if (!qp->wr_err && !qp->wr_cur)
+		qp->wr_err = EINVAL;
+	if (!qp->wr_err)
+		mbcf_sq_ud(qp->wr_cur, ah, remote_qpn, remote_qkey);
+}
+
 /* The entry the setters fill; a setter before any opcode fails the batch. */
 static struct mbcf_send_wqe *mbcf_wr_cur(struct mbcf_qp *qp)
 {
@@ -563,4 +591,6 @@ void mbcf_wr_set_ops(struct mbcf_qp *qp)
 	qpx->wr_set_sge_list = mbcf_wr_set_sge_list;
 	qpx->wr_set_inline_data = mbcf_wr_set_inline_data;
 	qpx->wr_set_inline_data_list = mbcf_wr_set_inline_data_list;
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
+		qpx->wr_set_ud_addr = mbcf_wr_set_ud_addr;
 }

@@ -54,7 +54,7 @@ int b_local(void *, u64) { return MBCF_WC_SUCCESS; }
 int b_inval(void *, u32) { return MBCF_ST_OK; }
 
 const mbcf_ops kOps = {
-	b_xmit, nullptr, b_write, b_check, b_atomic, b_claim, b_rwrite,
+	b_xmit, nullptr, b_write, b_check, b_check, b_atomic, b_claim, b_rwrite,
 	b_resp, b_complete, b_timer, b_error, b_local, b_inval,
 };
 

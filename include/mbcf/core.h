@@ -97,11 +97,13 @@ struct mbcf_wr {
 #define MBCF_CQE_IMM		0x02	/* imm is valid */
 #define MBCF_CQE_SOLICITED	0x04
 #define MBCF_CQE_INV		0x08	/* SEND_INV: imm is the key invalidated */
+#define MBCF_CQE_GRH		0x10	/* datagram: a 40-byte GRH leads the data */
 
 struct mbcf_cqe {
 	u64 cookie;		/* requester: wr cookie; receive: claimed recv */
 	u32 byte_len;		/* message length (receive: bytes received) */
 	u32 imm;
+	u32 src_qpn;		/* receive, datagram: the sender's QP */
 	u8 op;			/* message opcode (SEND, WRITE_IMM, READ_REQ...) */
 	u8 status;		/* enum mbcf_wc_status */
 	u8 flags;		/* MBCF_CQE_* */
@@ -135,6 +137,10 @@ struct mbcf_ops {
 	void (*xmit_flush)(void *env);
 	/* Write len bytes at (rkey, va); needs REMOTE_WRITE access. */
 	int (*target_write)(void *env, u32 rkey, u64 va, const u8 *src, u32 len);
+	/* Check that (rkey, va, len) may be written (REMOTE_WRITE); touches
+	 * nothing.  Called before a payload in pieces is written piece by
+	 * piece, so that a frame that fails leaves no byte behind. */
+	int (*target_check_write)(void *env, u32 rkey, u64 va, u32 len);
 	/* Check that (rkey, va, len) may be read (REMOTE_READ); touches nothing. */
 	int (*target_check_read)(void *env, u32 rkey, u64 va, u32 len);
 	/* 8-byte aligned atomic (REMOTE_ATOMIC) with a real atomic instruction;
@@ -264,6 +270,30 @@ struct mbcf_conn {
 	struct mbcf_counters ctr;
 };
 
+/*
+ * A datagram endpoint (verbs UD QP): no connection, nothing sequenced or
+ * acknowledged; docs/protocol.md 15.  Same ops as a connection (xmit,
+ * recv_claim, recv_write, complete); the caller serialises calls.
+ */
+struct mbcf_dgram {
+	const struct mbcf_ops *ops;
+	void *env;
+	u32 qpn;		/* ours, 24-bit */
+	u32 qkey;		/* what datagrams to us must carry */
+	u32 mtu;		/* bytes after the Ethernet header */
+	struct mbcf_counters ctr;
+};
+
+/* Where a datagram goes (verbs: the address handle, remote QPN and Q_Key). */
+struct mbcf_ud_dest {
+	u32 remote_qpn;
+	u32 qkey;
+	u32 vtf;		/* 6 << 28 | traffic class << 20 | flow label */
+	u8 hop_limit;
+	u8 sgid[16];		/* ours, as the receiver's GRH shows it */
+	u8 dgid[16];		/* the receiver's */
+};
+
 /* Parsed view of a frame; payload points into the caller's buffer. */
 /* One piece of a frame's payload (see struct mbcf_frame). */
 struct mbcf_iov {
@@ -290,6 +320,11 @@ struct mbcf_frame {
 	const u8 *payload;
 	const struct mbcf_iov *iov;
 	u32 niov;
+	/* DGRAM: rkey is the qkey; the GRH fields (the GIDs point into the
+	 * frame, or, when building one, at the caller's 16 bytes each). */
+	u32 vtf;
+	u8 hop_limit;
+	const u8 *sgid, *dgid;
 };
 
 /* Parse verdicts (also which counter the drop went to). */
@@ -362,6 +397,24 @@ void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now);
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now);
 /* Complete everything outstanding with WR_FLUSH_ERR, -> RESET. */
 void mbcf_conn_flush(struct mbcf_conn *c);
+/* dgram.c: docs/protocol.md 15 */
+#define MBCF_GRH_LEN		40
+/* The largest datagram at this MTU (after the GRH the receiver adds). */
+u32 mbcf_dgram_max_payload(u32 mtu);
+int mbcf_dgram_init(struct mbcf_dgram *d, u32 qpn, u32 qkey, u32 mtu,
+		    const struct mbcf_ops *ops, void *env);
+/*
+ * Send one datagram (wr: SEND or SEND_IMM, len, imm, cookie, SOLICITED)
+ * and complete it: MBCF_WC_SUCCESS once handed to xmit, MBCF_WC_LOC_LEN_ERR
+ * if it does not fit one frame.  Returns that status.
+ */
+int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
+		    const struct mbcf_ud_dest *to);
+/* A DGRAM frame for this endpoint (f->dst_qpn selected it). */
+void mbcf_dgram_rx(struct mbcf_dgram *d, const struct mbcf_frame *f);
+/* Build a GRH (40 bytes) for a received datagram, as verbs shows it. */
+void mbcf_dgram_grh(const struct mbcf_frame *f, u8 *grh);
+
 /* Send-ahead window in frames for a link speed (Mbit/s) and MTU. */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);
 /* Work requests posted and not yet completed. */

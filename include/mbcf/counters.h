@@ -11,6 +11,7 @@
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
  *               + every drop_* + remote_errors
+ * (a datagram delivered counts as rx_accepted)
  * rx_frames is counted by the environment as a frame enters its receive
  * path (the core never sees frames that fail before parsing); every other
  * receive-side counter is one frame's verdict (docs/protocol.md 14).
@@ -55,6 +56,7 @@
 	X(drop_error_state,	"drop_qp_error")			\
 	X(drop_bad_ack,		"drop_bad_ack")				\
 	X(drop_bad_resp,	"drop_bad_response")			\
+	X(drop_bad_qkey,	"drop_bad_qkey")			\
 	X(remote_errors,	"remote_errors")			\
 	X(recv_completions,	"recv_completions")			\
 	X(send_completions,	"send_completions")

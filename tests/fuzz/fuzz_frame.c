@@ -29,6 +29,11 @@ static int fz_target_write(void *env, u32 rkey, u64 va, const u8 *src, u32 len)
 	return rkey & 1 ? MBCF_ST_REMOTE_ACCESS_ERROR : MBCF_ST_OK;
 }
 
+static int fz_check_write(void *env, u32 rkey, u64 va, u32 len)
+{
+	return rkey & 1 ? MBCF_ST_REMOTE_ACCESS_ERROR : MBCF_ST_OK;
+}
+
 static int fz_check_read(void *env, u32 rkey, u64 va, u32 len)
 {
 	return rkey & 1 ? MBCF_ST_REMOTE_ACCESS_ERROR : MBCF_ST_OK;
@@ -79,6 +84,7 @@ static void fz_error(void *env, u8 st) {}
 static const struct mbcf_ops fz_ops = {
 	.xmit = fz_xmit,
 	.target_write = fz_target_write,
+	.target_check_write = fz_check_write,
 	.target_check_read = fz_check_read,
 	.target_atomic = fz_atomic,
 	.recv_claim = fz_claim,

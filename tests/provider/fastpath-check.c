@@ -572,17 +572,6 @@ static void test_poll_ex(void)
 }
 
 /* mbcf_ring_map() refuses any description that could reach past the map. */
-/* The kernel's wc_flags encoding becomes libibverbs' (bits 2 and 3 swap). */
-static void test_wc_flags(void)
-{
-	CHECK(mbcf_wc_flags(0) == 0);
-	CHECK(mbcf_wc_flags(1u << 0) == IBV_WC_GRH);
-	CHECK(mbcf_wc_flags(1u << 1) == IBV_WC_WITH_IMM);
-	CHECK(mbcf_wc_flags(1u << 2) == IBV_WC_WITH_INV);	/* IB_WC_WITH_INVALIDATE */
-	CHECK(mbcf_wc_flags(1u << 3) == IBV_WC_IP_CSUM_OK);	/* IB_WC_IP_CSUM_OK */
-	CHECK(mbcf_wc_flags((1u << 1) | (1u << 2)) == (IBV_WC_WITH_IMM | IBV_WC_WITH_INV));
-}
-
 static void test_ring_map(void)
 {
 	struct mbcf_ring_info ok = {
@@ -641,7 +630,6 @@ int main(void)
 	test_poll();
 	test_wr_api();
 	test_poll_ex();
-	test_wc_flags();
 	test_ring_map();
 
 	free(vctx->priv);

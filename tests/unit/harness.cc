@@ -42,6 +42,14 @@ int target_write(void *env, u32 rkey, u64 va, const u8 *src, u32 len)
 	return MBCF_ST_OK;
 }
 
+int target_check_write(void *env, u32 rkey, u64 va, u32 len)
+{
+	int st;
+
+	E(env)->find(rkey, va, len, ACC_WRITE, &st);
+	return st;
+}
+
 int target_check_read(void *env, u32 rkey, u64 va, u32 len)
 {
 	int st;
@@ -170,6 +178,7 @@ const mbcf_ops kOps = {
 	.xmit = xmit,
 	.xmit_flush = xmit_flush,
 	.target_write = target_write,
+	.target_check_write = target_check_write,
 	.target_check_read = target_check_read,
 	.target_atomic = target_atomic,
 	.recv_claim = recv_claim,

@@ -105,6 +105,21 @@ mbcf_frame sample(uint8_t op)
 		f.status = MBCF_ST_REMOTE_OP_ERROR;
 		f.flags = 0;
 		break;
+	case MBCF_OP_DGRAM: {
+		static const uint8_t s[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+		static const uint8_t d[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 10 };
+
+		f.psn = f.ack_psn = 0;
+		f.flags = MBCF_F_SOLICITED | MBCF_F_IMM;
+		f.rkey = 0x80010000;
+		f.imm = 0xa1b2c3d4;
+		f.vtf = 6u << 28 | 0x20u << 20 | 0x12345;
+		f.hop_limit = 64;
+		f.sgid = s;
+		f.dgid = d;
+		f.paylen = 256;
+		break;
+	}
 	default:
 		f.flags = 0;
 		break;
@@ -126,7 +141,7 @@ const uint8_t kAllOps[] = {
 	MBCF_OP_WRITE, MBCF_OP_WRITE_IMM, MBCF_OP_READ_REQ, MBCF_OP_READ_RESP,
 	MBCF_OP_CMP_SWAP, MBCF_OP_FETCH_ADD, MBCF_OP_ATOMIC_RESP, MBCF_OP_SEND,
 	MBCF_OP_SEND_IMM, MBCF_OP_SEND_INV, MBCF_OP_ACK, MBCF_OP_LOST, MBCF_OP_STOP,
-	MBCF_OP_GO,
+	MBCF_OP_GO, MBCF_OP_DGRAM,
 };
 
 int parse_bytes(std::vector<uint8_t> b, mbcf_counters *ctr)

@@ -475,6 +475,68 @@ TEST_F(Pair, AccessViolationNaksAndErrorsBothSides)
 	EXPECT_EQ(b.errors, 1);
 }
 
+// A responder that NAKs its peer's request fails none of its own requests:
+// they are flushed (8.2); the error is the peer's (found by tests/vm/wire.sh).
+TEST_F(Pair, RespondersNakFlushesItsOwnRequests)
+{
+	uint64_t mine = post(b, MBCF_OP_READ_REQ, 64);	// b's own read
+	b.out.clear();		// never answered
+	post(a, MBCF_OP_WRITE, 10, 0x90000, 0x99);	// read-only at b: NAKed
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	ASSERT_EQ(b.cqes.size(), 1u);
+	EXPECT_EQ(b.cqes[0].cookie, mine);
+	EXPECT_EQ(b.cqes[0].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// A datagram is for a UD QP: a connection takes none.  It gets its one
+// verdict (drop_wrong_qp); its ack_psn (0) neither acknowledges anything nor
+// fixes where the stream starts; it owes no ACK (found by tests/vm/wire.sh).
+TEST_F(Pair, DatagramAtAConnectionIsDropped)
+{
+	uint8_t gid[16] = {}, hdr[MBCF_HDR_MAX];
+	mbcf_frame f{};
+
+	f.op = MBCF_OP_DGRAM;
+	f.flags = MBCF_F_ACKREQ;
+	f.dst_qpn = 0x22;
+	f.src_qpn = 0x11;
+	f.vtf = 6u << 28;
+	f.sgid = gid;
+	f.dgid = gid;
+	uint32_t hl = mbcf_codec_build(&f, hdr);
+	ASSERT_EQ(hl, (uint32_t)MBCF_DGRAM_HDR_LEN);
+	ASSERT_FALSE(b.conn.snd_fixed);		// RTR: the peer's first frame fixes it
+	deliver(b, std::vector<uint8_t>(hdr, hdr + hl), now);
+	EXPECT_EQ(b.conn.ctr.drop_wrong_qp, 1u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+	EXPECT_FALSE(b.conn.snd_fixed);
+	EXPECT_EQ(b.conn.snd_una, 200u);
+	EXPECT_TRUE(b.out.empty());
+}
+
+// A write frame whose payload comes in pieces (a non-linear skb) is checked
+// whole before a byte is written (section 9): one crossing the end of its
+// region leaves nothing behind, not its first pieces (tests/vm/wire.sh).
+TEST_F(Pair, RejectedWriteInPiecesWritesNothing)
+{
+	const uint32_t size = 1 << 16;
+	uint8_t *t = b.target(kRkey, kBase);
+	std::vector<uint8_t> zero(100, 0);
+
+	post(a, MBCF_OP_WRITE, 1000, kBase + size - 100);
+	ASSERT_EQ(a.out.size(), 1u);
+	deliver_split(b, a.out.front(), now);	// pieces of 1, 499, 500 bytes
+	a.out.pop_front();
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.remote_errors, 1u);
+	EXPECT_EQ(b.target_writes, 0);
+	EXPECT_EQ(memcmp(t + size - 100, zero.data(), 100), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 // A receive buffer the responder may not write fails that receive with
 // LOC_PROT_ERR and the requester's send with REM_OP_ERR (verbs); both QPs
 // end in error and every frame is accounted for.

@@ -28,8 +28,8 @@ options:
 EOF
 }
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-src=$(cd "$here/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+src=$(cd "$here/../.." && pwd -P)
 
 build=${MBCF_BUILD:-}
 build_explicit=0
@@ -108,9 +108,6 @@ if [ "$install" = 1 ]; then
 		build=
 	else
 		build=$(realpath "$build")
-		case "$build" in
-		/tmp/*) die "the guest cannot see the host's /tmp: use a build dir elsewhere" ;;
-		esac
 	fi
 else
 	build=
@@ -124,7 +121,22 @@ case "$cache" in
 esac
 [[ $cache =~ ^[A-Za-z0-9/._+-]+$ ]] || die "cache dir '$cache' has characters unsafe for the kernel command line"
 
-[[ $here =~ ^[A-Za-z0-9/._+-]+$ ]] || die "repo path '$here' has characters unsafe for the kernel command line"
+# The checkout, and the build dir when it lies outside it, reach the guest
+# on 9p shares of their own, mounted at the same paths (initramfs-init), so
+# any checkout works, one under the host's /tmp too (the guest's /tmp is its
+# own tmpfs and hides the host's).  A build dir holding the checkout is
+# shared instead of it.
+shares=("$src")
+if [ -n "$build" ] && [[ $build/ != "$src"/* ]]; then
+	if [[ $src/ == "$build"/* ]]; then
+		shares=("$build")
+	else
+		shares+=("$build")
+	fi
+fi
+for d in "${shares[@]}"; do
+	[[ $d =~ ^/[A-Za-z0-9/._+-]+$ ]] || die "path '$d' has characters unsafe for the kernel command line"
+done
 
 initmods=()
 add_mods() {
@@ -310,6 +322,9 @@ guest_script=$script
 case "$script" in
 /tmp/*) guest_script=/run/host$script ;; # the guest's /tmp is its own tmpfs
 esac
+for d in "${shares[@]}"; do
+	[[ $script == "$d"/* ]] && guest_script=$script # shared at its own path
+done
 {
 	printf 'MBCF_SRC=%q\n' "$src"
 	printf 'MBCF_BUILD=%q\n' "$build"
@@ -328,6 +343,7 @@ log=$rundir/console.log
 cmdline="console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init log_buf_len=4M"
 cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
+cmdline+=" mbcfvm_shares=$(IFS=,; echo "${shares[*]}")"
 
 # shellcheck disable=SC2054 # commas are qemu option syntax
 qemu=(
@@ -338,6 +354,9 @@ qemu=(
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-kernel "$kernel" -initrd "$initrd" -append "$cmdline"
 )
+for i in "${!shares[@]}"; do # mount tags mbcfshare0, 1, ... in mbcfvm_shares order
+	qemu+=(-virtfs "local,path=${shares[$i]},mount_tag=mbcfshare$i,security_model=none,readonly=on,multidevs=remap")
+done
 
 fifo=$rundir/console
 mkfifo "$fifo"

@@ -40,7 +40,7 @@
 #define MBCF_UVERBS_ABI_VERSION 1
 
 /* Version of everything below; carried in mbcf_alloc_ucontext_resp. */
-#define MBCF_ABI_VERSION 4
+#define MBCF_ABI_VERSION 5
 
 /* Name prefix the provider matches (the driver id is RDMA_DRIVER_UNKNOWN). */
 #define MBCF_DEVICE_NAME_PREFIX "mbcf"
@@ -129,8 +129,17 @@ struct mbcf_send_wqe {
 		__u32 mw_rkey;		/* BIND_MW: the window's current rkey */
 	};
 	__u32 num_sge;
-	__aligned_u64 remote_addr;	/* BIND_MW: the window's first byte */
-	__u32 rkey;			/* BIND_MW: the window's new rkey */
+	union {
+		__aligned_u64 remote_addr;	/* BIND_MW: the window's first byte */
+		struct {
+			__u32 ah;		/* the address handle's number */
+			__u32 remote_qpn;
+		} ud;				/* UD QPs */
+	};
+	union {
+		__u32 rkey;		/* BIND_MW: the window's new rkey */
+		__u32 remote_qkey;	/* UD QPs */
+	};
 	__u32 inline_len;
 	union {
 		struct {
@@ -156,6 +165,12 @@ struct mbcf_recv_wqe {
 	__u32 num_sge;		/* <= the QP's max_recv_sge */
 	__u32 reserved;
 	MBCF_FLEX_ARRAY(struct mbcf_sge, sge);
+};
+
+/* ibv_create_ah: the number send entries name the handle by. */
+struct mbcf_create_ah_resp {
+	__u32 ah_num;
+	__u32 reserved;
 };
 
 struct mbcf_create_qp_resp {

@@ -2652,12 +2652,13 @@ static void c_reset_after_broken(void)
  * the test's entry (0x6a) straight into the ring, then another good write
  * (0x22).  Expected: 0x11 succeeds; the entry completes with its status
  * after it; 0x22 succeeds if the entry did, else is flushed and A is in
- * ERR, with QP_FATAL exactly for LOC_QP_OP_ERR (a request the provider
- * could not have written).  B's memory: 0x11's bytes, the entry's bytes
- * only if it succeeded, 0x22's only then.
+ * ERR, with QP_FATAL exactly for LOC_QP_OP_ERR of a request the provider
+ * could not have written (a failed bind or invalidate, G_LOCAL, is an
+ * ordinary error).  B's memory: 0x11's bytes, the entry's bytes only if it
+ * succeeded, 0x22's only then.
  */
 enum gkind {
-	G_OPCODE, G_FLAGS, G_INLINE, G_NUM_SGE, G_LKEY, G_ADDR, G_LEN, G_MULTI,
+	G_OPCODE, G_LOCAL, G_FLAGS, G_INLINE, G_NUM_SGE, G_LKEY, G_ADDR, G_LEN, G_MULTI,
 	G_ATOMIC, G_READ_RO, G_REMOTE, G_HUGE,
 };
 
@@ -2737,6 +2738,7 @@ static int g_build(const struct gcase *g, struct raw_send *r, struct region *hug
 	land_len = 0;
 	switch (g->kind) {
 	case G_OPCODE:
+	case G_LOCAL:		/* a bind / invalidate made of a write's fields */
 		g_write1(r, 0, 64);
 		r->opcode = v;
 		break;
@@ -2914,7 +2916,8 @@ static void g_expect_atomic(const struct gcase *g)
 static void g_run(const struct gcase *g, const struct qp_opts *oa, struct region *huge)
 {
 	struct raw_send r;
-	int fatal = g->st == IBV_WC_LOC_QP_OP_ERR;
+	/* a bind or local invalidate that fails is a request like any other */
+	int fatal = g->st == IBV_WC_LOC_QP_OP_ERR && g->kind != G_LOCAL;
 	int remote = g->st == IBV_WC_REM_ACCESS_ERR;
 	int ok = g->st == IBV_WC_SUCCESS;
 	int wc_op = g->kind == G_ATOMIC ? (g->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
@@ -2960,9 +2963,10 @@ out:
 #define CSWAP	IBV_WR_ATOMIC_CMP_AND_SWP
 
 static const struct gcase gcases[] = {
-	{ "opcode_7", G_OPCODE, 7, 0, OP_ERR },
-	{ "opcode_8", G_OPCODE, 8, 0, OP_ERR },
-	{ "opcode_9", G_OPCODE, 9, 0, OP_ERR },
+	/* 7 LOCAL_INV of key 0 (no window), 8 BIND_MW of window 0: valid
+	 * requests that fail; 9 SEND_WITH_INV is a send (tests/vm/verbs_ex) */
+	{ "opcode_7_local_inv", G_LOCAL, 7, 0, OP_ERR },
+	{ "opcode_8_bind_mw", G_LOCAL, 8, 0, IBV_WC_MW_BIND_ERR },
 	{ "opcode_10", G_OPCODE, 10, 0, OP_ERR },
 	{ "opcode_11", G_OPCODE, 11, 0, OP_ERR },
 	{ "opcode_12", G_OPCODE, 12, 0, OP_ERR },
