@@ -77,8 +77,19 @@ static void mbcf_qp_to_error(struct mbcf_qp *qp)
 static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
 	if (qp->state == IB_QPS_RTS && !qp->pend && mbcf_wr_pull_sq(qp) > 0 &&
-	    !qp->ud)
+	    !qp->ud) {
 		mbcf_conn_kick(&qp->conn, now);
+		/*
+		 * Local requests and UC messages can all complete within the
+		 * kick, and then no ACK or timer comes to pull the ring again:
+		 * pull now, so an empty ring is marked idle (the next post
+		 * rings the doorbell); requests posted meanwhile are kicked
+		 * from process context.
+		 */
+		if (!qp->pend && !mbcf_conn_outstanding(&qp->conn) &&
+		    mbcf_wr_pull_sq(qp) > 0)
+			mbcf_qp_defer(qp);
+	}
 	if (unlikely(qp->pend & MBCF_QP_PEND_WQE) &&
 	    !mbcf_conn_outstanding(&qp->conn))
 		mbcf_wr_fail_head(qp);

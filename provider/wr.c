@@ -384,6 +384,10 @@ static struct mbcf_send_wqe *mbcf_wr_open(struct ibv_qp_ex *qpx, uint32_t opcode
 	if (qp->wr_cur)
 		qp->sq.ring.idx++;
 	qp->wr_cur = NULL;
+	if (!mbcf_sq_op_ok(&qp->vqp.qp, opcode)) {
+		qp->wr_err = EINVAL;	/* as ibv_post_send: a UC read or atomic */
+		return NULL;
+	}
 	e = mbcf_wq_slot(&qp->sq, &qp->wr_err);
 	if (!e)
 		return NULL;
