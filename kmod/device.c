@@ -138,7 +138,13 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
 
-	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
+	/*
+	 * A channel adapter, like rxe: user space derives the transport from
+	 * the node type (libibverbs: CA -> IBV_TRANSPORT_IB), and software
+	 * that sees "unknown" gives up (libfabric's verbs provider lists no
+	 * domain for it); rdma_cm records it as the id's transport.
+	 */
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
 	dev->ibdev.num_comp_vectors = 1;
 	/* kernel consumers (the MAD layer, rdma_cm): see mr.c */
