@@ -43,7 +43,7 @@ listening() {
 		return 1
 		;;
 	cm)
-		rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*src-port $port( |$)"
+		rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*:$port( |$)"
 		;;
 	esac
 }
