@@ -34,12 +34,6 @@ done
 [ ${#cases[@]} -gt 0 ] || cases=(all)
 modprobe sch_netem || vm_die "no sch_netem"
 
-# res TYPE: objects of TYPE (qp, cq, mr, pd) on mbcf0 and mbcf1.
-res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk '/(^|[[:space:]])(dev|link) mbcf[01]([\/[:space:]]|$)/ { n++ } END { print n + 0 }'
-}
-
 # run_pair A B [REFERENCE]: every case, A the requester; a REFERENCE run
 # (rxe) only reports.
 run_pair() {
@@ -89,7 +83,7 @@ done
 sleep 1
 cat /tmp/vx-hold.log
 check assert_eq ready "$(cat /tmp/vx-hold.log)" "holder of bound windows: ready, writes going on"
-check assert_eq 2 "$(res mr)" "MRs while held"
+check assert_eq 2 "$(vm_res mr)" "MRs while held"
 # 3 pages at offset 64 (4 pages) on mbcf0, 16 KiB (4 pages) on mbcf1
 check assert_eq 8 "$(($(vm_pins_held) - base_pins))" "pages pinned while held"
 kill -KILL "$hpid"
@@ -98,7 +92,7 @@ wait "$hpid" 2>/dev/null
 # Everything the runs made is gone (the process has exited).
 end=$((SECONDS + 30))
 while :; do
-	q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(vm_pins_held)
+	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
 	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
 	[ "$SECONDS" -ge "$end" ] && break
 	sleep 0.5
@@ -108,8 +102,7 @@ check assert_eq 0 "$c" "CQs on mbcf0/1 at the end"
 check assert_eq 0 "$m" "MRs on mbcf0/1 at the end"
 check assert_eq 0 "$p" "PDs on mbcf0/1 at the end"
 check assert_eq "$base_pins" "$pins" "pinned pages at the end"
-check assert_eq "" "$(rdma resource show 2>/dev/null | awk '$2 ~ /^mbcf/ && /(qp|cq|mr|pd) [1-9]/')" \
-	"rdma resource show: nothing left on an mbcf device"
+check assert_eq 0 "$(vm_res ctx)" "contexts on mbcf0/1 at the end"
 
 vm_log "mbcf0: $(rdma statistic show link mbcf0/1 | cut -c1-600)"
 vm_log "mbcf1: $(rdma statistic show link mbcf1/1 | cut -c1-600)"
