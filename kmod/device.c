@@ -92,6 +92,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	free_percpu(dev->rx_ctr);
 	mbcf_mr_dev_fini(dev);
 	WARN_ON_ONCE(atomic_read(&dev->ah_count));
+	WARN_ON_ONCE(atomic_read(&dev->srq_count));
 	WARN_ON_ONCE(!xa_empty(&dev->ah_xa));
 	xa_destroy(&dev->ah_xa);
 	netdev_put(dev->ndev, &dev->ndev_tracker);
@@ -137,6 +138,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	mbcf_mr_dev_init(dev);
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
+	atomic_set(&dev->srq_count, 0);
 
 	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
 	dev->ibdev.phys_port_cnt = 1;
@@ -155,6 +157,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	ib_set_device_ops(&dev->ibdev, &mbcf_mr_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_mw_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_ah_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_srq_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_stats_ops);
 	return dev;
 }
