@@ -346,12 +346,14 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		const u8 *src_mac);
 void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
-void mbcf_qp_recv_posted(struct mbcf_qp *qp);
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
 
 /* srq.c */
 extern const struct ib_device_ops mbcf_srq_ops;
 void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp);
 void mbcf_srq_detach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_event(struct mbcf_srq *srq, enum ib_event_type type);
+void mbcf_srq_broken(struct mbcf_srq *srq);
 
 /* wr.c: a QP's work requests; everything but _alloc/_free under qp->lock */
 int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
@@ -377,6 +379,7 @@ int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
 int mbcf_wr_kpost_srq(struct mbcf_srq *srq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
 int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp);
+bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);

@@ -44,26 +44,13 @@ static void mbcf_qp_event(struct mbcf_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
-static void mbcf_qp_srq_event(struct mbcf_qp *qp, enum ib_event_type type)
-{
-	struct ib_srq *srq = &qp->srq->ibsrq;
-	struct ib_event ev = {
-		.device = srq->device,
-		.element.srq = srq,
-		.event = type,
-	};
-
-	if (srq->event_handler)
-		srq->event_handler(&ev, srq->srq_context);
-}
-
 /* The asynchronous events recorded in qp->pend (no lock held). */
 static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events)
 {
 	if (events & MBCF_QP_PEND_SRQ_ERR)
-		mbcf_qp_srq_event(qp, IB_EVENT_SRQ_ERR);
+		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
 	if (events & MBCF_QP_PEND_SRQ_LIMIT)
-		mbcf_qp_srq_event(qp, IB_EVENT_SRQ_LIMIT_REACHED);
+		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_LIMIT_REACHED);
 	if (events & MBCF_QP_PEND_EVENT)
 		mbcf_qp_event(qp, IB_EVENT_QP_FATAL);
 	if (events & MBCF_QP_PEND_LAST_WQE)
@@ -106,7 +93,8 @@ static void mbcf_qp_to_error(struct mbcf_qp *qp)
  */
 static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
-	if (qp->state == IB_QPS_RTS && !qp->pend && mbcf_wr_pull_sq(qp) > 0 &&
+	if (qp->state == IB_QPS_RTS && !(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
+	    mbcf_wr_pull_sq(qp) > 0 &&
 	    !qp->ud)
 		mbcf_conn_kick(&qp->conn, now);
 	if (unlikely(qp->pend & MBCF_QP_PEND_WQE) &&
@@ -338,14 +326,22 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	return 0;
 }
 
-/* Receives were posted to @qp's SRQ (srq.c): GO if we sent STOP. */
-void mbcf_qp_recv_posted(struct mbcf_qp *qp)
+/*
+ * Receives were posted to @qp's SRQ (srq.c): GO if we sent STOP.  Or its
+ * ring broke: a QP that takes receives from it fails.
+ */
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken)
 {
 	u64 now = mbcf_proto_now();
 
 	spin_lock_bh(&qp->lock);
-	if (!qp->dying && qp->conn.state == MBCF_CONN_RTS)
+	if (srq_broken) {
+		if (!qp->dying && qp->state != IB_QPS_RESET &&
+		    qp->state != IB_QPS_ERR)
+			qp->pend |= MBCF_QP_PEND_FATAL;
+	} else if (!qp->dying && qp->conn.state == MBCF_CONN_RTS) {
 		mbcf_conn_recv_posted(&qp->conn, now);
+	}
 	mbcf_qp_settle(qp, now);
 	mbcf_qp_unlock(qp, true);
 }

@@ -11,6 +11,12 @@
  * posted, so the stopped ones send GO.  That costs one pass over the
  * attached QPs per doorbell, and doorbells come only after the SRQ ran dry.
  *
+ * A broken ring (user space rewound its producer index, or moved it further
+ * ahead than the ring holds, or wrote an entry the provider could not have
+ * written) is found by a claim or by the next doorbell: IB_EVENT_SRQ_ERR
+ * once, and every attached QP fails (IB_EVENT_QP_FATAL, then
+ * IB_EVENT_QP_LAST_WQE_REACHED); the ring is never read again.
+ *
  * Lock order: srq->qps_lock (a mutex, process context), then a QP's lock,
  * then srq->lock.
  */
@@ -21,23 +27,48 @@
 #include "mbcf.h"
 #include "rdma/mbcf-abi.h"
 
-/* Tell every attached QP that receives were posted (process context). */
+void mbcf_srq_event(struct mbcf_srq *srq, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = srq->ibsrq.device,
+		.element.srq = &srq->ibsrq,
+		.event = type,
+	};
+
+	if (srq->ibsrq.event_handler)
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+}
+
+/*
+ * Tell every attached QP that receives were posted (process context), or,
+ * if the ring is broken, fail them all.
+ */
 static void mbcf_srq_wake(struct mbcf_srq *srq)
 {
 	struct mbcf_qp *qp;
+	bool broken, broke;
 
-	spin_lock_bh(&srq->lock);
-	mbcf_ring_consumer_busy(&srq->rq.ring);
-	spin_unlock_bh(&srq->lock);
+	broken = mbcf_wr_srq_posted(srq, &broke);
+	if (broke)
+		mbcf_srq_event(srq, IB_EVENT_SRQ_ERR);
 	mutex_lock(&srq->qps_lock);
 	list_for_each_entry(qp, &srq->qps, srq_node)
-		mbcf_qp_recv_posted(qp);
+		mbcf_qp_recv_posted(qp, broken);
 	mutex_unlock(&srq->qps_lock);
 }
 
 static void mbcf_srq_wake_work(struct work_struct *work)
 {
 	mbcf_srq_wake(container_of(work, struct mbcf_srq, wake));
+}
+
+/*
+ * A QP found the ring broken (wr.c, under its lock, maybe in softirq): the
+ * other attached QPs fail from process context.
+ */
+void mbcf_srq_broken(struct mbcf_srq *srq)
+{
+	queue_work(system_highpri_wq, &srq->wake);
 }
 
 void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp)

@@ -742,10 +742,14 @@ static bool mbcf_wr_take_recv(const struct mbcf_wq *q,
 
 /*
  * The oldest receive of @qp's SRQ, moved to qp->srq_wr; its slot goes back
- * to the producer now.  A broken SRQ ring fails every claim (the QP answers
- * with a remote operation error) and raises IB_EVENT_SRQ_ERR once; taking
- * the SRQ below its armed limit raises IB_EVENT_SRQ_LIMIT_REACHED (both
- * after qp->lock is dropped: qp->pend).
+ * to the producer now.  A broken SRQ ring (indices that make no sense, an
+ * entry the provider could not have written) fails every claim: the QP
+ * answers with a remote operation error and fails with IB_EVENT_QP_FATAL;
+ * the claim that finds it broken raises IB_EVENT_SRQ_ERR (once per SRQ)
+ * and has the other attached QPs failed from process context
+ * (mbcf_srq_broken).  Taking the SRQ below its armed limit raises
+ * IB_EVENT_SRQ_LIMIT_REACHED.  Events go out after qp->lock is dropped
+ * (qp->pend).
  */
 static int mbcf_wr_claim_srq(struct mbcf_qp *qp, u32 *cap)
 {
@@ -779,7 +783,6 @@ static int mbcf_wr_claim_srq(struct mbcf_qp *qp, u32 *cap)
 		goto out;
 	}
 	mbcf_ring_consume(&q->ring);
-	mbcf_ring_store_release(mbcf_ring_cons(&q->ring), q->ring.idx);
 	*cap = w->cap;
 	if (srq->limit && n - 1 < srq->limit) {
 		srq->limit = 0;		/* one event per arming (verbs) */
@@ -787,9 +790,31 @@ static int mbcf_wr_claim_srq(struct mbcf_qp *qp, u32 *cap)
 	}
 out:
 	spin_unlock(&srq->lock);
-	if (broke)
+	if (r == MBCF_CLAIM_BAD)
+		qp->pend |= MBCF_QP_PEND_FATAL;
+	if (broke) {
 		qp->pend |= MBCF_QP_PEND_SRQ_ERR;
+		mbcf_srq_broken(srq);
+	}
 	return r;
+}
+
+/*
+ * A doorbell of @srq (process context): the kernel is consuming again, and
+ * the ring is checked now, so a producer index user space broke while the
+ * SRQ was idle fails its QPs at once.  Returns true if the ring is broken;
+ * *broke is set if this call found it so (raise IB_EVENT_SRQ_ERR).
+ */
+bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke)
+{
+	bool broken;
+	u32 n;
+
+	spin_lock_bh(&srq->lock);
+	mbcf_ring_consumer_busy(&srq->rq.ring);
+	broken = mbcf_wq_avail(&srq->rq, &n, broke) != 0;
+	spin_unlock_bh(&srq->lock);
+	return broken;
 }
 
 /* ops->recv_claim: the oldest posted receive, copied and checked. */
