@@ -145,9 +145,13 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	dev->ibdev.num_comp_vectors = 1;
 	/* kernel consumers (the MAD layer, rdma_cm): see mr.c */
 	dev->ibdev.local_dma_lkey = MBCF_DMA_LKEY;
-	/* POST_SEND/POST_RECV with no work request are our doorbells. */
+	/*
+	 * POST_SEND/POST_RECV/POST_SRQ_RECV with no work request are our
+	 * doorbells (write() commands the core leaves off by default).
+	 */
 	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				      BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				      BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 				      BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ibdev.node_desc, "mbcf", sizeof(dev->ibdev.node_desc));
 	mbcf_device_set_guid(dev);
