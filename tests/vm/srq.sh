@@ -8,7 +8,7 @@
 #  - a process killed holding SRQs with receives posted, QPs attached and a
 #    sender held by RNR: every object goes, no page stays pinned;
 #  - unmodified perftest with --use-srq (ib_send_bw with 1 and 4 QPs on one
-#    SRQ, ib_send_lat) and ibv_srq_pingpong -c (4 QPs, every buffer checked),
+#    SRQ, and 4 QPs on an SRQ of 8 that keeps running dry; ib_send_lat) and ibv_srq_pingpong -c (4 QPs, every buffer checked),
 #    mbcf1 -> mbcf0: exit status 0 on both sides and the exact message counts;
 #  - the kernel log stays clean.
 #   tests/vm/run.sh --build BUILD tests/vm/srq.sh [PATH/TO/mbcf_srq_test]
@@ -131,6 +131,10 @@ for q in 1 4; do
 		ib_send_bw -d mbcf0 -x 0 -F --use-srq -q "$q" -n 1000 -- \
 		ib_send_bw -d mbcf1 -x 0 -F --use-srq -q "$q" -n 1000 "$VM_IP0"
 done
+# an SRQ of 8 for 4 QPs streaming: it runs dry again and again (RNR)
+pair "ib_send_bw --use-srq -q 4 -r 8" "^ 1440$S$((1000 * 4))$S$F$S$F$S$P" \
+	ib_send_bw -d mbcf0 -x 0 -F --use-srq -q 4 -r 8 -s 1440 -n 1000 -- \
+	ib_send_bw -d mbcf1 -x 0 -F --use-srq -q 4 -r 8 -s 1440 -n 1000 "$VM_IP0"
 pair "ib_send_lat --use-srq" "^ 2${S}200$S$P$S" \
 	ib_send_lat -d mbcf0 -x 0 -F --use-srq -s 2 -n 200 -- \
 	ib_send_lat -d mbcf1 -x 0 -F --use-srq -s 2 -n 200 "$VM_IP0"

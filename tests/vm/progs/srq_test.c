@@ -22,6 +22,9 @@
  *    byte), then all at once (every wr_id exactly once, per QP in posting
  *    order and in message order, qp_num matching the sender the data
  *    names, every byte), and nothing more;
+ *  - a dry stream: 4 QPs send 40 messages each into an SRQ that has 2
+ *    receives posted and gets one more per completion (RNR all the time):
+ *    every message once, in order per QP, every byte;
  *  - the limit: IBV_EVENT_SRQ_LIMIT_REACHED exactly once per arming, when
  *    the count of posted receives goes below the limit (not at it), the
  *    limit reading 0 afterwards;
@@ -770,6 +773,81 @@ static void check_shared(void)
 	CHECK(ibv_destroy_srq(srq) == 0, "shared: destroy_srq");
 }
 
+/*
+ * Four QPs stream into an SRQ that keeps running dry: 2 receives posted,
+ * one more posted per completion.  Every message arrives (STOP, GO and the
+ * SRQ doorbell racing the claims of four QPs), each exactly once, in order
+ * per QP, every byte.
+ */
+#define DRY_NM 40
+
+static void check_dry_stream(void)
+{
+	struct ibv_srq *srq = srq_make(4, 2);
+	struct ibv_qp *qa[NQ], *qb[NQ];
+	static struct ibv_wc wc[64];
+	static uint8_t seen[NQ * DRY_NM + 2];
+	uint32_t k, j, lastj[NQ], s = 0;
+	uint64_t posted = 2;
+	int got = 0, sent = 0, bad = 0, n, i;
+	double end;
+
+	for (k = 0; k < NQ; k++) {
+		qa[k] = qp_make(&DA, IBV_QPT_RC, NULL);
+		qb[k] = qp_make(&DB, IBV_QPT_RC, srq);
+		rc_connect(qa[k], &DA, qb[k], &DB, &dflt, &dflt);
+		lastj[k] = (uint32_t)-1;
+	}
+	post_srq_n(srq, 0, 2);
+	for (j = 0; j < DRY_NM; j++)
+		for (k = 0; k < NQ; k++)
+			send_msg(qa[k], k, j, s++);
+	memset(seen, 0, sizeof(seen));
+	end = now_s() + 4 * WAIT_S;
+	while ((got < NQ * DRY_NM || sent < NQ * DRY_NM) && now_s() < end) {
+		n = ibv_poll_cq(DA.cq, 64, wc);
+		for (i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				bad++;
+		sent += n > 0 ? n : 0;
+		n = ibv_poll_cq(DB.cq, 64, wc);
+		for (i = 0; i < n; i++) {
+			uint64_t w = wc[i].wr_id;
+			uint8_t head[4];
+
+			got++;
+			if (wc[i].status != IBV_WC_SUCCESS || w >= posted ||
+			    seen[w]++) {
+				bad++;
+				continue;
+			}
+			rx_bytes(w, head, 4);
+			k = head[0] | head[1] << 8;
+			j = head[2] | head[3] << 8;
+			if (k >= NQ || wc[i].qp_num != qb[k]->qp_num ||
+			    j != lastj[k] + 1 || wc[i].byte_len != msg_len(k, j) ||
+			    !rx_holds(w, 0, k, j)) {
+				bad++;
+				continue;
+			}
+			lastj[k] = j;
+			if (posted < NQ * DRY_NM)
+				post_srq_n(srq, posted++, 1);
+		}
+		if (n <= 0)
+			usleep(100);
+	}
+	CHECK(got == NQ * DRY_NM && sent == NQ * DRY_NM && !bad,
+	      "dry stream: %d of %d sends, %d of %d receives through an SRQ kept "
+	      "at 2 posted, each once, in order per QP, every byte (%d bad)",
+	      sent, NQ * DRY_NM, got, NQ * DRY_NM, bad);
+	expect_quiet("dry stream");
+	for (k = 0; k < NQ; k++)
+		if (ibv_destroy_qp(qa[k]) || ibv_destroy_qp(qb[k]))
+			die("destroy_qp");
+	CHECK(ibv_destroy_srq(srq) == 0, "dry stream: destroy_srq");
+}
+
 /* ---- the limit event ---------------------------------------------------------------- */
 
 static void check_limit(void)
@@ -1236,6 +1314,7 @@ int main(int argc, char **argv)
 	}
 	check_limits();
 	check_shared();
+	check_dry_stream();
 	check_limit();
 	check_rnr();
 	check_last_wqe();
