@@ -23,21 +23,12 @@ vm_require_mbcf
 prog=$(vm_test_prog mbcf_srq_test "${1:-}") || exit 1
 base_pins=$(vm_pins_held)
 
-# res_user TYPE DEV: DEV's restrack objects of TYPE that belong to a process
-# (a line with a pid; the kernel's own GSI QP, its CQ and PD have none).
-# QPs are listed by link (DEV/PORT), the others by dev.
-res_user() {
-	local by=dev
-	[ "$1" = qp ] && by=link
-	rdma resource show "$1" "$by" "$2" 2>/dev/null | grep -c ' pid '
-}
-
 # objects_none WHEN: no process-owned SRQ, QP, CQ, MR or PD on mbcf0/mbcf1.
 objects_none() {
 	local t d
 	for t in srq qp cq mr pd; do
 		for d in mbcf0 mbcf1; do
-			check assert_eq 0 "$(res_user "$t" "$d")" "$d $t objects $1"
+			check assert_eq 0 "$(vm_res "$t" "$d")" "$d $t objects $1"
 		done
 	done
 }
@@ -83,9 +74,9 @@ for _ in $(seq 600); do
 done
 cat "$log"
 check assert_match '^ready srq 2 qp 5$' "$(grep '^ready' "$log")" "hold: set up"
-check assert_eq 2 "$(res_user srq mbcf0)" "hold: mbcf0 SRQs"
-check assert_eq 5 "$(res_user qp mbcf0)" "hold: mbcf0 QPs"
-check assert_eq 5 "$(res_user qp mbcf1)" "hold: mbcf1 QPs"
+check assert_eq 2 "$(vm_res srq mbcf0)" "hold: mbcf0 SRQs"
+check assert_eq 5 "$(vm_res qp mbcf0)" "hold: mbcf0 QPs"
+check assert_eq 5 "$(vm_res qp mbcf1)" "hold: mbcf1 QPs"
 t0=$EPOCHREALTIME
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
