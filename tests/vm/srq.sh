@@ -6,7 +6,8 @@
 #    LAST_WQE_REACHED, EBUSY, UD on an SRQ, hostile SRQ rings -- exact
 #    completions, data, events (see the program's header);
 #  - a process killed holding SRQs with receives posted, QPs attached and a
-#    sender held by RNR: every object goes, no page stays pinned;
+#    sender held by RNR: every object goes, no page stays pinned; the same
+#    with mbcf0 removed (rdma link delete) under the living process first;
 #  - unmodified perftest with --use-srq (ib_send_bw with 1 and 4 QPs on one
 #    SRQ, and 4 QPs on an SRQ of 8 that keeps running dry; ib_send_lat) and ibv_srq_pingpong -c (4 QPs, every buffer checked),
 #    mbcf1 -> mbcf0: exit status 0 on both sides and the exact message counts;
@@ -133,6 +134,26 @@ pair "ibv_srq_pingpong -q 4 -c" "^100 iters in " \
 	ibv_srq_pingpong -d mbcf0 -g 0 -q 4 -n 100 -s 4096 -c -- \
 	ibv_srq_pingpong -d mbcf1 -g 0 -q 4 -n 100 -s 4096 -c "$VM_IP0"
 objects_none "after perftest"
+
+# --- the device goes away under a holder ---------------------------------------------
+# rdma link delete destroys the process's objects on mbcf0 (QPs on SRQs, the
+# SRQs with receives posted) while it lives; then it is killed.
+"$prog" -a mbcf1 -b mbcf0 hold >"$log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+	grep -q '^ready\|^FAIL\|^setup' "$log" && break
+	sleep 0.2
+done
+check assert_match '^ready srq 2 qp 5$' "$(grep '^ready' "$log")" "hold (device removal): set up"
+check assert_eq 2 "$(vm_res srq mbcf0)" "hold (device removal): mbcf0 SRQs"
+t0=$EPOCHREALTIME
+check assert_cmd rdma link delete mbcf0
+vm_log "mbcf0 removed under the holder in $(vm_elapsed_since "$t0") s"
+check assert_eq 0 "$(vm_res srq mbcf0)" "SRQs on mbcf0 after its removal"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+objects_none "after device removal and SIGKILL"
+check assert_eq "$base_pins" "$(vm_pins_held)" "pinned pages after device removal and SIGKILL"
 check vm_dmesg_check
 
 if [ "$failed" != 0 ]; then
