@@ -22,6 +22,8 @@
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
  *   ah.c      address handles: where UD datagrams go
+ *   srq.c     shared receive queues: the verbs, and waking the QPs that
+ *             wait on one
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -48,6 +50,8 @@
 #define MBCF_MAX_MR		(64 * 1024)
 #define MBCF_MAX_MW		(64 * 1024)
 #define MBCF_MAX_AH		(64 * 1024)
+#define MBCF_MAX_SRQ		4096
+#define MBCF_MAX_SRQ_WR		(64 * 1024)
 /* The GID table: one entry per IP address of the netdev (rdma_cm). */
 #define MBCF_GID_TBL_LEN	1024
 /*
@@ -107,6 +111,7 @@ struct mbcf_dev {
 	struct xarray ah_xa;
 	u32 ah_next;
 	atomic_t ah_count;
+	atomic_t srq_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 };
 
@@ -155,6 +160,26 @@ struct mbcf_wq {
 	bool broken;			/* the ring's indices made no sense */
 };
 
+/*
+ * A shared receive queue (srq.c): one receive ring that the QPs attached to
+ * it claim from (wr.c), each under its own lock, so its consumer end has a
+ * lock of its own, always taken inside a QP's.  A QP that found it empty
+ * sent STOP to its peer; a post (the doorbell) wakes every attached QP.
+ */
+struct mbcf_srq {
+	struct ib_srq ibsrq;
+	struct mbcf_dev *dev;
+	spinlock_t lock;		/* rq's consumer end, limit */
+	struct mbcf_wq rq;
+	u32 limit;			/* armed: SRQ_LIMIT_REACHED below it */
+	bool kernel;			/* a kernel consumer's (no user ring) */
+	spinlock_t klock;		/* kring: a kernel consumer's posts */
+	struct mbcf_ring_end kring;
+	struct mutex qps_lock;		/* qps: the QPs attached */
+	struct list_head qps;
+	struct work_struct wake;	/* a kernel post wakes the QPs */
+};
+
 /* Bits of mbcf_qp.pend: what must happen once the core call returns. */
 enum mbcf_qp_pend {
 	MBCF_QP_PEND_WQE = BIT(0),	/* the send request at sq.rd failed its
@@ -165,7 +190,14 @@ enum mbcf_qp_pend {
 					 * space broke the ring protocol */
 	MBCF_QP_PEND_EVENT = BIT(3),	/* the event is due, after unlock */
 	MBCF_QP_PEND_WQE_FATAL = BIT(4), /* PEND_WQE's request was malformed */
+	/* events due after unlock, besides QP_FATAL (PEND_EVENT) */
+	MBCF_QP_PEND_LAST_WQE = BIT(5),	/* IB_EVENT_QP_LAST_WQE_REACHED */
+	MBCF_QP_PEND_SRQ_LIMIT = BIT(6), /* IB_EVENT_SRQ_LIMIT_REACHED */
+	MBCF_QP_PEND_SRQ_ERR = BIT(7),	/* IB_EVENT_SRQ_ERR: its ring broke */
 };
+
+#define MBCF_QP_PEND_EVENTS	(MBCF_QP_PEND_EVENT | MBCF_QP_PEND_LAST_WQE | \
+				 MBCF_QP_PEND_SRQ_LIMIT | MBCF_QP_PEND_SRQ_ERR)
 
 /* Where a datagram goes, from an address handle (ah.c). */
 struct mbcf_ud_addr {
@@ -204,7 +236,10 @@ struct mbcf_qp {
 	u8 pend_status;			/* ib_wc_status of PEND_WQE */
 	u32 max_inline;
 
-	struct mbcf_wq sq, rq;
+	struct mbcf_wq sq, rq;		/* no rq ring with an SRQ */
+	struct mbcf_srq *srq;		/* receives come from here, if set */
+	void *srq_wr;			/* the receive claimed from it (wr.c) */
+	struct list_head srq_node;	/* on srq->qps */
 
 	/*
 	 * A kernel consumer's posts (post_send/post_recv may come with
@@ -260,6 +295,11 @@ static inline struct mbcf_dev *mbcf_pd_dev(struct ib_pd *ibpd)
 static inline struct mbcf_cq *to_mbcf_cq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct mbcf_cq, ibcq);
+}
+
+static inline struct mbcf_srq *to_mbcf_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct mbcf_srq, ibsrq);
 }
 
 static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
@@ -318,10 +358,20 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		const u8 *src_mac);
 void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
+
+/* srq.c */
+extern const struct ib_device_ops mbcf_srq_ops;
+void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_detach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_event(struct mbcf_srq *srq, enum ib_event_type type);
+void mbcf_srq_broken(struct mbcf_srq *srq);
 
 /* wr.c: a QP's work requests; everything but _alloc/_free under qp->lock */
 int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 		  u32 n, u32 stride, u32 max_sge, u32 max_inline);
+int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
+		      u32 stride, u32 max_sge);
 void mbcf_wr_free(struct mbcf_wq *q);
 int mbcf_wr_pull_sq(struct mbcf_qp *qp);
 void mbcf_wr_fail_head(struct mbcf_qp *qp);
@@ -338,6 +388,10 @@ int mbcf_wr_kpost_send(struct mbcf_qp *qp, const struct ib_send_wr *wr,
 		       const struct ib_send_wr **bad_wr);
 int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
+int mbcf_wr_kpost_srq(struct mbcf_srq *srq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp);
+bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);
@@ -420,8 +474,9 @@ int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 		   u64 swap_add, u64 compare, u64 *orig);
 int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
 		   u32 offset, void *dst, u32 len);
-int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
-		    u32 num_sge, u32 offset, const void *src, u32 len);
+int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
+		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		    const void *src, u32 len);
 
 /* ah.c */
 extern const struct ib_device_ops mbcf_ah_ops;

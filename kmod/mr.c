@@ -308,8 +308,8 @@ static struct mbcf_mr *mbcf_mr_find(struct mbcf_mr *mr, struct ib_pd *pd,
  * pages pinned (mbcf_mr_put).  A window's rkey resolves to the MR it is
  * bound to, with the window's access and bounds (remote access only).
  */
-static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, u32 key, u64 va,
-				   u64 len, int access)
+static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
+				   u32 key, u64 va, u64 len, int access)
 {
 	void *e;
 	struct mbcf_mr *mr;
@@ -320,7 +320,7 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, u32 key, u64 va,
 		mr = mbcf_mw_resolve(xa_untag_pointer(e), qp, key, va, len,
 				     access);
 	} else {
-		mr = mbcf_mr_find(e, qp->ibqp.pd, key, va, len, access);
+		mr = mbcf_mr_find(e, pd, key, va, len, access);
 		if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
 			mr = ERR_PTR(-ENOKEY);	/* being deregistered */
 	}
@@ -425,8 +425,9 @@ struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
 	return mr;
 }
 
-static int mbcf_mr_access(struct mbcf_qp *qp, u32 key, u64 va, u32 len,
-			  int access, enum mbcf_mr_op op, void *arg)
+static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
+			  u64 va, u32 len, int access, enum mbcf_mr_op op,
+			  void *arg)
 {
 	struct mbcf_mr *mr;
 	int err;
@@ -434,7 +435,7 @@ static int mbcf_mr_access(struct mbcf_qp *qp, u32 key, u64 va, u32 len,
 	/* Verbs: a zero-length operation needs no valid key. */
 	if (!len)
 		return 0;
-	mr = mbcf_mr_get(qp, key, va, len, access);
+	mr = mbcf_mr_get(qp, pd, key, va, len, access);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
@@ -446,25 +447,29 @@ int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
 		    u32 len, int access)
 {
 	/* Pages pinned without FOLL_WRITE (no write access) are never written. */
-	return mbcf_mr_access(qp, key, va, len, access | IB_ACCESS_LOCAL_WRITE,
-			      MBCF_MR_STORE, (void *)src);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len,
+			      access | IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
+			      (void *)src);
 }
 
 int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
 		     int access)
 {
-	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_LOAD, dst);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_LOAD, dst);
 }
 
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp)
 {
-	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_REF, sp);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_REF, sp);
 }
 
 int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access)
 {
-	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_CHECK, NULL);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_CHECK, NULL);
 }
 
 /*
@@ -496,7 +501,7 @@ int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 
 	if (!IS_ALIGNED(va, sizeof(u64)))
 		return -EINVAL;
-	mr = mbcf_mr_get(qp, key, va, sizeof(u64),
+	mr = mbcf_mr_get(qp, qp->ibqp.pd, key, va, sizeof(u64),
 			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
@@ -547,8 +552,9 @@ int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
  * SGEs before offset, then one MR access per SGE touched (one in the
  * common single-SGE case).
  */
-static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
-			      u32 num_sge, u32 offset, u32 len, int access,
+static int mbcf_mr_sgl_access(struct mbcf_qp *qp, struct ib_pd *pd,
+			      const struct mbcf_sge *sge, u32 num_sge,
+			      u32 offset, u32 len, int access,
 			      enum mbcf_mr_op op, void *arg)
 {
 	const struct mbcf_sge *end = sge + num_sge;
@@ -572,8 +578,8 @@ static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 		if (sge->lkey == MBCF_DMA_LKEY)
 			err = mbcf_mr_kva(qp, va, n, op, arg);
 		else
-			err = mbcf_mr_access(qp, sge->lkey, va, n, access, op,
-					     arg);
+			err = mbcf_mr_access(qp, pd, sge->lkey, va, n, access,
+					     op, arg);
 		if (err)
 			return err;
 		if (op != MBCF_MR_REF)
@@ -588,21 +594,23 @@ static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
 		   u32 offset, void *dst, u32 len)
 {
-	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len, 0,
-				  MBCF_MR_LOAD, dst);
+	return mbcf_mr_sgl_access(qp, qp->ibqp.pd, sge, num_sge, offset, len,
+				  0, MBCF_MR_LOAD, dst);
 }
 
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp)
 {
-	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len, 0,
-				  MBCF_MR_REF, sp);
+	return mbcf_mr_sgl_access(qp, qp->ibqp.pd, sge, num_sge, offset, len,
+				  0, MBCF_MR_REF, sp);
 }
 
-int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
-		    u32 num_sge, u32 offset, const void *src, u32 len)
+/* Into SGEs of @pd's memory: @qp's own, or its SRQ's receives. */
+int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
+		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		    const void *src, u32 len)
 {
-	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len,
+	return mbcf_mr_sgl_access(qp, pd, sge, num_sge, offset, len,
 				  IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
 				  (void *)src);
 }

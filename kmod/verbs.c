@@ -38,6 +38,9 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->max_mr = MBCF_MAX_MR;
 	attr->max_mw = MBCF_MAX_MW;
 	attr->max_ah = MBCF_MAX_AH;
+	attr->max_srq = MBCF_MAX_SRQ;
+	attr->max_srq_wr = MBCF_MAX_SRQ_WR;
+	attr->max_srq_sge = MBCF_MAX_SGE;
 	attr->max_pd = MBCF_MAX_PD;
 	attr->max_qp_rd_atom = MBCF_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = MBCF_MAX_RD_ATOMIC;

@@ -178,7 +178,15 @@ struct mbcf_create_ah_resp {
 
 struct mbcf_create_qp_resp {
 	struct mbcf_ring_info sq;
-	struct mbcf_ring_info rq;
+	struct mbcf_ring_info rq;	/* 0 entries: the QP has an SRQ */
+};
+
+/*
+ * ibv_create_srq: the SRQ's receive ring, entries struct mbcf_recv_wqe as a
+ * QP's receive queue; POST_SRQ_RECV with no work request is its doorbell.
+ */
+struct mbcf_create_srq_resp {
+	struct mbcf_ring_info ring;
 };
 
 #endif /* MBCF_ABI_H */
