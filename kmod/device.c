@@ -138,7 +138,17 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
 
-	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
+	/*
+	 * A channel adapter, as rxe: libibverbs derives transport_type from
+	 * node_type, and librdmacm only speaks IB CM on IBV_TRANSPORT_IB.
+	 * With RDMA_NODE_UNSPECIFIED rdma_disconnect() fails with EINVAL
+	 * before it moves the QP to error or sends a DREQ: no receive is
+	 * flushed, the peer never hears of it, and programs that wait for a
+	 * flushed completion or a DISCONNECTED event (rping, ucmatose) hang.
+	 * The link layer is still Ethernet: get_link_layer says so, and the
+	 * port caps say RoCE (verbs.c).
+	 */
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
 	dev->ibdev.num_comp_vectors = 1;
 	/* kernel consumers (the MAD layer, rdma_cm): see mr.c */
