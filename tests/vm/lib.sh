@@ -62,6 +62,19 @@ vm_pins_held() {
 	     END { print a - r }' /proc/vmstat
 }
 
+# vm_res TYPE [DEVS]: objects of TYPE (qp, cq, mr, pd, ctx, srq, ...) that
+# processes hold on the devices matching the regex DEVS (default mbcf0 and
+# mbcf1): the per-object lines of `rdma resource show TYPE` that name a pid.
+# The kernel's own objects (the GSI QP1 of every RoCE port, its CQ and PD,
+# owned by ib_core and alive as long as the device) name none.
+vm_res() {
+	rdma resource show "$1" 2>/dev/null |
+		awk -v d="${2:-mbcf[01]}" '
+			$0 ~ ("(^|[[:space:]])(dev|link) " d "([/[:space:]]|$)") &&
+			$0 ~ /[[:space:]]pid [0-9]+/ { n++ }
+			END { print n + 0 }'
+}
+
 # vm_require_mbcf: exit the script unless the topology created mbcf0 and
 # mbcf1 and both ports are ACTIVE (every mbcf test starts with this).
 vm_require_mbcf() {

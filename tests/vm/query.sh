@@ -30,8 +30,8 @@ run() { # A B: every check, in the namespace of A's netdev
 
 check run mbcf1 mbcf0
 check run mbcf0 mbcf0
-check assert_eq 0 "$(rdma resource show qp 2>/dev/null | grep -c 'mbcf[01]')" "QPs left on mbcf0/1"
-check assert_eq 0 "$(rdma resource show mr 2>/dev/null | grep -c 'mbcf[01]')" "MRs left on mbcf0/1"
+check assert_eq 0 "$(vm_res qp)" "QPs left on mbcf0/1"
+check assert_eq 0 "$(vm_res mr)" "MRs left on mbcf0/1"
 check assert_eq "$base_pins" "$(vm_pins_held)" "pinned pages after the runs"
 check vm_dmesg_check
 

@@ -31,12 +31,6 @@ status=/run/ra-status
 echo "rings: seed $seed (rerun with RA_SEED=$seed, or in a guest:" \
 	"$prog -a mbcf1 -b mbcf0 -s $seed CASE)"
 
-# res TYPE: objects of TYPE (qp, cq, mr, pd) on mbcf0 and mbcf1.
-res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk '/(^|[[:space:]])(dev|link) mbcf[01]([\/[:space:]]|$)/ { n++ } END { print n + 0 }'
-}
-
 # counter DEV NAME: one protocol counter of DEV/1.
 counters_of() {
 	rdma statistic show link "$1/1" 2>/dev/null
@@ -67,7 +61,7 @@ good_count() {
 
 base_pins=$(vm_pins_held)
 vm_log "pinned pages at start: $base_pins"
-check assert_eq 0 "$(res qp)" "mbcf QPs at start"
+check assert_eq 0 "$(vm_res qp)" "mbcf QPs at start"
 
 # --- the other process ------------------------------------------------------------
 vm_phase "the other process: an honest pair mbcf1 -> mbcf0"
@@ -150,7 +144,7 @@ done
 # --- nothing left ----------------------------------------------------------------------------
 end=$((SECONDS + 30))
 while :; do
-	q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(vm_pins_held)
+	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
 	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
 	[ "$SECONDS" -ge "$end" ] && break
 	sleep 0.5

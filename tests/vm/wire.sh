@@ -54,12 +54,6 @@ counters() {
 	done
 }
 
-# res TYPE: objects of TYPE (qp, cq, mr, pd) on mbcf0 and mbcf1.
-res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk '/(^|[[:space:]])(dev|link) mbcf[01]([\/[:space:]]|$)/ { n++ } END { print n + 0 }'
-}
-
 # softnet_drops: packets dropped at the per-CPU backlogs, all CPUs.
 softnet_drops() {
 	local total=0 _p d _rest
@@ -159,7 +153,7 @@ check assert_eq 0 "$(($(link_drops veth0) + $(link_drops veth1 ns1) - ld0))" "fr
 # --- objects and pins back to zero; the device and module go away cleanly ---------------
 end=$((SECONDS + 30))
 while :; do
-	q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(vm_pins_held)
+	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
 	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
 	[ "$SECONDS" -ge "$end" ] && break
 	sleep 0.5
