@@ -140,7 +140,7 @@ run_case rstream.ns.verify 7471 ns "rstream -p 7471 -T v -S 65536 -C 200" \
 # small messages: rsockets' credit updates and inline sends
 # (-S all would take minutes under TCG)
 run_case rstream.ns.small 7471 ns "rstream -p 7471 -T v -S 16 -C 2000" \
-	"rstream -s $VM_IP0 -p 7471 -T v -S 16 -C 2000" "^custom +16 +2000 +1 "
+	"rstream -s $VM_IP0 -p 7471 -T v -S 16 -C 2000" "^custom +16 +2k +1 "
 
 # --- one device: mbcf0 -> mbcf0 ---------------------------------------------
 rping_case rping.local.ipv4 local "$VM_IP0" "$VM_IP0" 50
