@@ -1,9 +1,10 @@
 #!/bin/bash
 # Guest test: unmodified librdmacm programs, perftest -R and qperf -cm1 on
 # mbcf, connecting through rdma_cm (IP addresses; the CM runs over QP1 as
-# MBCF datagrams).  Every case runs
+# MBCF datagrams).  The cases run
 #   - across namespaces: server on mbcf0 (initial namespace), client in ns1
-#     on mbcf1, over IPv4, IPv6 and IPv6 link-local;
+#     on mbcf1, over IPv4 and (rping, ucmatose, udaddy) IPv6, rping also
+#     over IPv6 link-local;
 #   - on one device: server and client both on mbcf0 (192.0.2.10 to itself).
 # rxe0 is removed first so rdma_cm can only pick mbcf devices (it takes the
 # first device with a matching GID).  Each client must exit 0 and print its
@@ -113,6 +114,9 @@ run_case() {
 
 # rping -V checks every ping's data (the client reads the server's buffer
 # back with RDMA READ and compares); -v prints each, 100 lines expected.
+# Its stdout is a file, so stdio buffers 4 KiB: a client that `timeout`
+# kills loses the tail, and 55 lines (4 KiB) means a hang at the end (the
+# disconnect), not a stall at ping 55.
 rping_case() {	# NAME WHERE SERVER_ADDR CLIENT_TARGET [COUNT]
 	local n=${5:-100}
 	run_case "$1" 7174 "$2" "rping -s -a $3 -p 7174 -V -C $n" \
