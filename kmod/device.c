@@ -141,10 +141,15 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	atomic_set(&dev->srq_count, 0);
 
 	/*
-	 * A channel adapter, like rxe: user space derives the transport from
-	 * the node type (libibverbs: CA -> IBV_TRANSPORT_IB), and software
-	 * that sees "unknown" gives up (libfabric's verbs provider lists no
-	 * domain for it); rdma_cm records it as the id's transport.
+	 * A channel adapter, as rxe: libibverbs derives transport_type from
+	 * node_type, and librdmacm only speaks IB CM on IBV_TRANSPORT_IB.
+	 * With RDMA_NODE_UNSPECIFIED rdma_disconnect() fails with EINVAL
+	 * before it moves the QP to error or sends a DREQ: no receive is
+	 * flushed, the peer never hears of it, and programs that wait for a
+	 * flushed completion or a DISCONNECTED event (rping, ucmatose) hang.
+	 * libfabric's verbs provider lists no domain for an unknown transport.
+	 * The link layer is still Ethernet: get_link_layer says so, and the
+	 * port caps say RoCE (verbs.c).
 	 */
 	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
