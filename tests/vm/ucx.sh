@@ -128,7 +128,10 @@ perf() {
 		tail -n 6 "$logs/$tag.srv" | sed 's/^/  server| /'
 		return
 	fi
-	if ! awk -v n="$n" '{ exit !($2 == n && $4 > 0 && $6 > 0 && $8 > 0) }' <<<"$row"; then
+	# Bandwidth is printed with two decimals: 8-byte atomics at a few hundred
+	# per second on a loaded emulated guest read 0.00 MB/s while every one
+	# completed, so the figures that must be positive are latency and rate.
+	if ! awk -v n="$n" '{ exit !($2 == n && $4 > 0 && $8 > 0 && $9 > 0) }' <<<"$row"; then
 		fail "ucx_perftest -t $t -s $size UCX_TLS=$tls: no sane Final row: '$row'"
 		return
 	fi
