@@ -98,6 +98,9 @@ struct mbcf_dev {
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
+	/* net.c: zero-copy frames were copied by the stack (veth): build
+	 * frames with copies until then (jiffies) */
+	unsigned long zc_retry_at;
 	/* Frames dropped before a QP took them (parser, demux), per CPU. */
 	struct mbcf_counters __percpu *rx_ctr;
 	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
@@ -415,6 +418,7 @@ void mbcf_net_stop(struct mbcf_dev *dev);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
 void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
+void mbcf_net_zc_copied(struct mbcf_dev *dev);
 
 /* mr.c */
 struct mbcf_sge;

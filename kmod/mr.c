@@ -158,7 +158,7 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 
 /*
  * The stack is done with one skb's fragments of @uarg's MR (sent, freed,
- * or copied by skb_copy_ubufs), or (skb NULL) a reference is dropped that
+ * or copied: !zerocopy_success), or (skb NULL) a reference is dropped that
  * no skb took.  Any context.  The last one wakes dereg_mr, which may free
  * the MR as soon as complete() returned.
  */
@@ -167,6 +167,8 @@ static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
 {
 	struct mbcf_mr *mr = container_of(uarg, struct mbcf_mr, zc);
 
+	if (!zerocopy_success)
+		mbcf_net_zc_copied(mbcf_pd_dev(mr->pd));
 	if (refcount_dec_and_test(&uarg->refcnt))
 		complete(&mr->zc_idle);
 }

@@ -9,8 +9,9 @@
  *
  * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
  * the payload either as fragments referencing the registered pages of one
- * MR (zero-copy: the NIC reads them; veth, or a frame to ourselves, copies
- * them once at the crossing, see mbcf_net_attach) or, when short, from
+ * MR (zero-copy: the NIC reads them; veth, or a frame to ourselves, would
+ * copy them at the crossing, see mbcf_net_attach, and then we copy
+ * ourselves for a while, see mbcf_net_zc_copied) or, when short, from
  * several MRs or scattered over too many pieces, copied in behind them;
  * wr.c says where a request's bytes are.  The core builds frames under the QP
  * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
@@ -127,6 +128,7 @@ drop:
 
 int mbcf_net_start(struct mbcf_dev *dev)
 {
+	dev->zc_retry_at = jiffies;
 	dev->ptype.type = htons(MBCF_ETHERTYPE);
 	dev->ptype.dev = dev->ndev;
 	dev->ptype.func = mbcf_net_rcv;
@@ -144,6 +146,31 @@ void mbcf_net_stop(struct mbcf_dev *dev)
 
 /* Payloads at least this long travel as page fragments (no copy). */
 #define MBCF_NET_ZC_MIN		256
+
+/*
+ * The stack copied a zero-copy frame of this device (the MR's ubuf_info
+ * callback says so, as MSG_ZEROCOPY's SO_EE_CODE_ZEROCOPY_COPIED does):
+ * veth always does, so do a packet tap and a frame to ourselves.  Then
+ * copying the payload into the skb head we allocate anyway is cheaper
+ * than the stack's copy, which allocates a page per frame besides: build
+ * frames with copies for MBCF_NET_ZC_RETRY, then try zero-copy again (the
+ * tap may be gone).  On veth that costs one burst of zero-copy frames a
+ * second.
+ */
+#define MBCF_NET_ZC_RETRY	HZ
+
+void mbcf_net_zc_copied(struct mbcf_dev *dev)
+{
+	unsigned long at = jiffies + MBCF_NET_ZC_RETRY;
+
+	if (READ_ONCE(dev->zc_retry_at) != at)
+		WRITE_ONCE(dev->zc_retry_at, at);
+}
+
+static bool mbcf_net_zc_ok(const struct mbcf_dev *dev)
+{
+	return time_after_eq(jiffies, READ_ONCE(dev->zc_retry_at));
+}
 
 /*
  * Zero-copy: attach the registered pages holding the payload to @skb as
@@ -248,7 +275,8 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 	u32 plen = pl ? pl->len : 0;
 	struct sk_buff *skb;
 
-	if (plen >= MBCF_NET_ZC_MIN && mbcf_wr_payload_in_pages(qp, pl)) {
+	if (plen >= MBCF_NET_ZC_MIN && mbcf_net_zc_ok(qp->dev) &&
+	    mbcf_wr_payload_in_pages(qp, pl)) {
 		skb = mbcf_net_alloc(qp, hdr, hdr_len, 0);
 		if (!skb)
 			return -ENOMEM;
