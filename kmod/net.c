@@ -167,8 +167,13 @@ void mbcf_net_zc_copied(struct mbcf_dev *dev)
 		WRITE_ONCE(dev->zc_retry_at, at);
 }
 
+/* Module parameter zerocopy: 0 never, 1 as above, 2 always (tests). */
 static bool mbcf_net_zc_ok(const struct mbcf_dev *dev)
 {
+	unsigned int zc = READ_ONCE(mbcf_zerocopy);
+
+	if (zc != 1)
+		return zc;
 	return time_after_eq(jiffies, READ_ONCE(dev->zc_retry_at));
 }
 

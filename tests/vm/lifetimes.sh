@@ -240,11 +240,18 @@ after "the destroy race"
 # dereg_mr waits for the frames that carry the MR's pages (kmod/mr.c), so
 # no byte written after it returned may leave; a request whose MR goes
 # mid-message fails with LOC_PROT_ERR, and nothing after it succeeds.
+# On veth the device soon copies payloads into its frames (the crossing
+# would copy its zero-copy frames anyway: kmod/net.c); zerocopy=2 keeps
+# every frame zero-copy, so what dereg_mr waits for is what is raced.
 vm_phase "2. dereg_mr racing writes and reads ($DEREG_ROUNDS rounds)"
+echo 2 >/sys/module/mbcf/parameters/zerocopy
 live_start ib_read_bw 2 mbcf1
 check with_timeout 900 "dereg race" "$prog" "${seed_opt[@]}" -f "$FLOOD" dereg "$DEREG_ROUNDS"
 # one large write / read each, deregistered while half done
 check with_timeout 600 "dereg of half-done 64 MiB operations" "$prog" "${seed_opt[@]}" deregbig 3
+# and once more as the device runs by default (copies, zero-copy bursts)
+echo 1 >/sys/module/mbcf/parameters/zerocopy
+check with_timeout 600 "dereg of half-done 64 MiB operations (zerocopy=1)" "$prog" "${seed_opt[@]}" deregbig 1
 live_kill
 after "the dereg race"
 
