@@ -249,9 +249,6 @@ live_start ib_read_bw 2 mbcf1
 check with_timeout 900 "dereg race" "$prog" "${seed_opt[@]}" -f "$FLOOD" dereg "$DEREG_ROUNDS"
 # one large write / read each, deregistered while half done
 check with_timeout 600 "dereg of half-done 64 MiB operations" "$prog" "${seed_opt[@]}" deregbig 3
-# and once more as the device runs by default (copies, zero-copy bursts)
-echo 1 >/sys/module/mbcf/parameters/zerocopy
-check with_timeout 600 "dereg of half-done 64 MiB operations (zerocopy=1)" "$prog" "${seed_opt[@]}" deregbig 1
 live_kill
 after "the dereg race"
 
