@@ -31,6 +31,7 @@
 #include <linux/hrtimer.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_user_verbs.h>
@@ -97,6 +98,9 @@ struct mbcf_dev {
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
+	/* net.c: zero-copy frames were copied by the stack (veth): build
+	 * frames with copies until then (jiffies) */
+	unsigned long zc_retry_at;
 	/* Frames dropped before a QP took them (parser, demux), per CPU. */
 	struct mbcf_counters __percpu *rx_ctr;
 	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
@@ -310,6 +314,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 /* main.c: module parameters */
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
+extern unsigned int mbcf_zerocopy;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
@@ -414,6 +419,7 @@ void mbcf_net_stop(struct mbcf_dev *dev);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
 void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
+void mbcf_net_zc_copied(struct mbcf_dev *dev);
 
 /* mr.c */
 struct mbcf_sge;
@@ -431,7 +437,14 @@ struct mbcf_mr {
 	u32 page_offset;		/* of byte 0 (at iova) in pages[0] */
 	int access;			/* IB_ACCESS_* granted */
 	refcount_t ref;			/* registry + users + bound windows */
-	struct completion released;	/* ref hit zero: pages unused */
+	struct completion released;	/* ref hit zero: no new frame uses it */
+	/*
+	 * Frames that carry its pages as fragments (zero-copy): zc.refcnt is
+	 * 1 (the registry's) + one per such skb, dropped by zc.callback when
+	 * the stack is done with the fragments (mr.c).
+	 */
+	struct ubuf_info zc;
+	struct completion zc_idle;	/* zc.refcnt hit zero: no frame left */
 	spinlock_t lock;		/* windows, dead */
 	u32 windows;			/* memory windows bound to it */
 	bool dead;			/* being deregistered: binds fail */
@@ -494,9 +507,13 @@ int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote);
 
 /*
  * Zero-copy transmit: instead of copying, reference the pages that hold the
- * bytes (get_page per piece, appended to sp).  Same checks and errors as
- * the copies, plus -E2BIG when the pieces outnumber sp->max.  On any error
- * the caller drops the references already taken (mbcf_spans_put()).
+ * bytes (get_page per piece, appended to sp), and the MR they belong to
+ * (sp->zc: the frame's ubuf_info, which keeps dereg_mr waiting until the
+ * stack is done with the fragments).  Same checks and errors as the
+ * copies, plus -E2BIG when the pieces outnumber sp->max or come from more
+ * than one MR (the caller copies instead).  On any error the caller drops
+ * the references already taken (mbcf_spans_put()); on success it hands
+ * them to the skb.
  */
 struct mbcf_span {
 	struct page *page;
@@ -506,12 +523,14 @@ struct mbcf_span {
 struct mbcf_spans {
 	struct mbcf_span *v;
 	u32 n, max;
+	struct ubuf_info *zc;		/* the MR's, referenced: one MR a frame */
 };
 
 enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
 
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp);
+void mbcf_spans_put(struct mbcf_spans *sp);
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 

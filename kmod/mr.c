@@ -9,12 +9,27 @@
  * tagged, and a window's rkey resolves to the MR it is bound to.
  * The receive path (softirq, under a QP spinlock) finds the MR under
  * rcu_read_lock() and checks key, PD, access and bounds before it touches a
- * byte; a copy also holds a reference.  dereg_mr unpublishes the MR, drops
- * the registry's reference and waits only for copies in flight, then
- * unpins; the struct itself is freed after a grace period (kfree_rcu) for
- * lookups that raced with the unpublish.  Waiting for a grace period in
- * each dereg_mr instead (synchronize_rcu, ~20 ms) made a process exit with
- * thousands of MRs take minutes.
+ * byte; a copy also holds a reference.
+ *
+ * Frames we send may carry an MR's pages as fragments instead of a copy
+ * (net.c), and the stack reads those bytes later: when the driver DMAs
+ * them, or when veth's peer copies them in its softirq.  Each such skb
+ * holds a reference on the MR's embedded struct ubuf_info (zc), the
+ * kernel's zero-copy mechanism (SKBFL_ZEROCOPY_FRAG, as MSG_ZEROCOPY):
+ * its callback runs once per skb when the stack is done with the
+ * fragments -- the skb freed after transmission, or its fragments copied
+ * first by every path that would keep them beyond the transmit
+ * (skb_orphan_frags: veth and other forwarding to a receive path, clones
+ * for packet taps, loopback to ourselves).
+ *
+ * dereg_mr unpublishes the MR, drops the registry's reference and waits
+ * for the copies in flight (short, never sleeping) -- after which no new
+ * frame can take the MR -- then for the frames that still carry its pages,
+ * then unpins: once it returns the device reads and writes none of that
+ * memory (verbs).  The struct itself is freed after a grace period
+ * (kfree_rcu) for lookups that raced with the unpublish.  Waiting for a
+ * grace period in each dereg_mr instead (synchronize_rcu, ~20 ms) made a
+ * process exit with thousands of MRs take minutes.
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -141,11 +156,45 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	ib_umem_release(mr->umem);
 }
 
+/*
+ * The stack is done with one skb's fragments of @uarg's MR (sent, freed,
+ * or copied: !zerocopy_success), or (skb NULL) a reference is dropped that
+ * no skb took.  Any context.  The last one wakes dereg_mr, which may free
+ * the MR as soon as complete() returned.
+ */
+static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
+				bool zerocopy_success)
+{
+	struct mbcf_mr *mr = container_of(uarg, struct mbcf_mr, zc);
+
+	if (!zerocopy_success)
+		mbcf_net_zc_copied(mbcf_pd_dev(mr->pd));
+	if (refcount_dec_and_test(&uarg->refcnt))
+		complete(&mr->zc_idle);
+}
+
+/* Drop the references mbcf_mr_ref_pages() took for a frame not built. */
+void mbcf_spans_put(struct mbcf_spans *sp)
+{
+	u32 i;
+
+	for (i = 0; i < sp->n; i++)
+		put_page(sp->v[i].page);
+	sp->n = 0;
+	if (sp->zc)
+		mbcf_mr_zc_callback(NULL, sp->zc, true);
+	sp->zc = NULL;
+}
+
 /* Make a fully set up MR visible to lookups. */
 static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
+	mr->zc.callback = mbcf_mr_zc_callback;
+	mr->zc.flags = SKBFL_ZEROCOPY_FRAG;
+	refcount_set(&mr->zc.refcnt, 1);	/* the registry's */
+	init_completion(&mr->zc_idle);
 	spin_lock_init(&mr->lock);
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
@@ -219,6 +268,29 @@ void mbcf_mr_put(struct mbcf_mr *mr)
 }
 
 /*
+ * Wait until no frame carries the MR's pages.  The stack lets go of them
+ * when the netdev has sent the frame, or dropped it, or copied it (veth
+ * does at once), so this normally takes microseconds, or as long as a
+ * queue discipline holds frames back (netem, a rate limit).  A netdev
+ * that holds frames indefinitely (a stuck driver, pause frames without
+ * end) keeps us waiting: it lets go when it is brought down (qdiscs and
+ * rings are flushed) or its watchdog resets it.  Returning earlier would
+ * let the process's later writes to the memory leave in those frames, so
+ * we wait -- uninterruptibly: dereg_mr of a dying process must not fail
+ * (the RDMA core would retry it until it gives up with a WARN) -- and say
+ * every MBCF_MR_DRAIN_WARN what we wait for, instead of leaving it to the
+ * hung task detector.
+ */
+#define MBCF_MR_DRAIN_WARN	(30 * HZ)
+
+static void mbcf_mr_drain(struct mbcf_dev *dev, struct mbcf_mr *mr)
+{
+	while (!wait_for_completion_timeout(&mr->zc_idle, MBCF_MR_DRAIN_WARN))
+		netdev_warn(dev->ndev, "mbcf: dereg_mr of key 0x%x waits for %u frames still queued for transmission\n",
+			    mr->key, refcount_read(&mr->zc.refcnt));
+}
+
+/*
  * Also called for each live MR when a process dies.  EBUSY while memory
  * windows are bound to it (verbs); the RDMA core retries after it has
  * deallocated the windows, so teardown always completes.
@@ -247,6 +319,10 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	 */
 	mbcf_mr_put(mr);
 	wait_for_completion(&mr->released);
+	/* No new frame takes the pages now (that needs mr->ref); wait for
+	 * those in flight, before the pages are unpinned. */
+	mbcf_mr_zc_callback(NULL, &mr->zc, true);
+	mbcf_mr_drain(dev, mr);
 	mbcf_mr_unpin(dev, mr);
 	atomic_dec(&dev->mr_count);
 	kfree_rcu(mr, rcu);
@@ -438,6 +514,20 @@ static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
 	mr = mbcf_mr_get(qp, pd, key, va, len, access);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
+	if (op == MBCF_MR_REF) {
+		struct mbcf_spans *sp = arg;
+
+		/* One ubuf_info per skb: pages of a second MR are copied.  Our
+		 * reference on mr->ref keeps zc.refcnt above zero (dereg drops
+		 * the registry's only once mr->ref hit zero). */
+		if (!sp->zc) {
+			refcount_inc(&mr->zc.refcnt);
+			sp->zc = &mr->zc;
+		} else if (sp->zc != &mr->zc) {
+			mbcf_mr_put(mr);
+			return -E2BIG;
+		}
+	}
 	err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
 	mbcf_mr_put(mr);
 	return err;

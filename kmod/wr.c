@@ -879,16 +879,16 @@ int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
 
 /*
  * Can the payload be referenced in registered pages (zero-copy)?  Not a UC
- * message's: it completes when its frames are handed over, long before the
- * peer has copied them out of our pages (a qdisc, the peer's backlog), and
- * verbs lets the application reuse the buffer at once.  An RC request
- * completes only once acknowledged.
+ * message's, nor a datagram's: they complete when their frames are built,
+ * long before the netdev or the peer has read them out of our pages (a
+ * qdisc, the peer's backlog), and verbs lets the application reuse the
+ * buffer at once.  An RC request completes only once acknowledged.
  */
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl)
 {
 	if (pl->kind == MBCF_PL_TARGET)
 		return true;
-	return pl->kind == MBCF_PL_WR && qp->ibqp.qp_type != IB_QPT_UC &&
+	return pl->kind == MBCF_PL_WR && qp->ibqp.qp_type == IB_QPT_RC &&
 	       !(mbcf_wr_send_at(&qp->sq, pl->cookie)->flags & MBCF_WR_INLINE);
 }
 

@@ -512,9 +512,10 @@ static void dereg_local(int r, struct vp_dev *da, struct vp_dev *db,
 
 	/*
 	 * LOC_PROT_ERR: a request named L.  WR_FLUSH_ERR first: the dereg
-	 * caught a write whose frames were still to be built; the kernel
-	 * fails the QP without a status for it (counted; deregbig asserts
-	 * the LOC_PROT_ERR it should get).
+	 * caught a write whose frames were still to be built while a read
+	 * before it still waited for its response; the write fails with
+	 * LOC_PROT_ERR, and the read, unfinished, is flushed ahead of it
+	 * (counted; deregbig asserts the LOC_PROT_ERR of a lone write).
 	 */
 	p.sa.err_ok = 1 << IBV_WC_LOC_PROT_ERR | 1 << IBV_WC_WR_FLUSH_ERR;
 	dereg_checked(&l, pins0, gs, r);
