@@ -42,6 +42,7 @@ void st_init(struct st_stream *s, const char *name, struct vp_ep *e,
 	s->posting = true;
 	s->polling = true;
 	s->first_err = -1;
+	s->hard_err = -1;
 	vp_fill_pat(s->src, size, tag, 0);
 	vp_fill_pat(mine->p + off_read(size, s->window, s->rwindow), size,
 		    tag ^ 0xabcu, 0);
@@ -140,9 +141,17 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 		return;
 	}
 	s->wc_errs++;
-	if (s->first_err < 0 && wc->status != IBV_WC_WR_FLUSH_ERR) {
-		s->first_err = wc->status;
-		s->first_err_seq = seq;
+	/*
+	 * One error per QP, in posting order: flushes may come before it
+	 * (earlier requests still unfinished when a later one failed, where
+	 * err_ok allows that) and after it, but never a second error.
+	 */
+	if (wc->status != IBV_WC_WR_FLUSH_ERR && s->hard_err < 0) {
+		s->hard_err = wc->status;
+		if (s->first_err < 0) {
+			s->first_err = wc->status;
+			s->first_err_seq = seq;
+		}
 		vp_check(s->err_ok & (1 << wc->status),
 			 "%s: wr %s%llu completed with %s (not expected here)",
 			 s->name, wc->wr_id & ST_RECV_FLAG ? "recv " : "",
@@ -161,7 +170,7 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 	}
 	vp_fail("%s: wr %llu completed with %s after %s", s->name,
 		(unsigned long long)seq, vp_wc_status_str(wc->status),
-		vp_wc_status_str(s->first_err));
+		vp_wc_status_str(s->hard_err));
 }
 
 /* Count successful bytes holding the marker written after a dereg. */
