@@ -62,6 +62,8 @@
 
 #include <rdma/ib_user_verbs.h>
 
+#include "vmprog.h"
+
 #include "mbcf.h"	/* provider/mbcf.h: to_mqp(), to_mcq(), the ring ends */
 
 #define PAGE		4096u
@@ -76,68 +78,6 @@ static unsigned long storm_total = 1000000;	/* doorbells per storm */
 static double storm_max_s = 40;			/* ... or this long */
 
 /* ---- result of the current case -------------------------------------------- */
-
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-static char case_msg[4096];
-static int case_fails;
-static char case_note[1024];
-
-static void vappend(char *buf, size_t size, const char *sep, const char *fmt,
-		    va_list ap)
-{
-	size_t n = strlen(buf);
-
-	if (n + 8 >= size)
-		return;
-	if (n)
-		n += (size_t)snprintf(buf + n, size - n, "%s", sep);
-	vsnprintf(buf + n, size - n, fmt, ap);
-}
-
-/* Threads of a case (scribblers, storms, the witness) may fail it too. */
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&fail_lock);
-	case_fails++;
-	va_start(ap, fmt);
-	vappend(case_msg, sizeof(case_msg), "; ", fmt, ap);
-	va_end(ap);
-	pthread_mutex_unlock(&fail_lock);
-}
-
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&fail_lock);
-	va_start(ap, fmt);
-	vappend(case_note, sizeof(case_note), ", ", fmt, ap);
-	va_end(ap);
-	pthread_mutex_unlock(&fail_lock);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void nap_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	nanosleep(&ts, NULL);
-}
 
 /* ---- randomness: one stream per case, from (seed, case name) ---------------- */
 
@@ -206,15 +146,15 @@ static void region_new(struct region *r, const char *name, struct ibv_pd *pd,
 	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r->map == MAP_FAILED)
-		die("mmap");
+		vp_die_errno("mmap");
 	r->p = r->map + PAGE;
 	r->want = malloc(r->map_len);
 	if (!r->want)
-		die("malloc");
+		vp_die_errno("malloc");
 	region_fill(r, rnd());
 	r->mr = ibv_reg_mr(pd, r->p, len, access);
 	if (!r->mr)
-		die("ibv_reg_mr");
+		vp_die_errno("ibv_reg_mr");
 }
 
 static void region_free(struct region *r)
@@ -222,7 +162,7 @@ static void region_free(struct region *r)
 	if (!r->map)
 		return;
 	if (r->mr && ibv_dereg_mr(r->mr))
-		die("ibv_dereg_mr");
+		vp_die_errno("ibv_dereg_mr");
 	munmap(r->map, r->map_len);
 	free(r->want);
 	memset(r, 0, sizeof(*r));
@@ -249,7 +189,7 @@ static void region_check(const struct region *r, const char *what)
 	for (i = 0; i < r->map_len; i++)
 		if (r->map[i] != r->want[i] && !bad++)
 			first = i;
-	fail("%s: %s: %zu byte(s) differ, first at %s%ld (got %02x want %02x; "
+	vc_fail("%s: %s: %zu byte(s) differ, first at %s%ld (got %02x want %02x; "
 	     "got %02x %02x %02x %02x %02x %02x %02x %02x)", what, r->name, bad,
 	     first < g ? "guard " : first >= g + r->len ? "end guard +" : "",
 	     first < g ? (long)first - (long)g : first >= g + r->len ?
@@ -294,38 +234,26 @@ static struct dev DA, DB;
 
 static void dev_open(struct dev *d, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list");
 	d->name = name;
-	for (i = 0; list[i] && !d->ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			d->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!d->ctx) {
-		fprintf(stderr, "setup: cannot open %s\n", name);
-		exit(2);
-	}
+	d->ctx = vp_open(name);
 	/* Events are read with poll() + non-blocking ibv_get_async_event. */
 	if (fcntl(d->ctx->async_fd, F_SETFL,
 		  fcntl(d->ctx->async_fd, F_GETFL) | O_NONBLOCK))
-		die("fcntl(async_fd)");
+		vp_die_errno("fcntl(async_fd)");
 	d->pd = ibv_alloc_pd(d->ctx);
 	d->pd2 = ibv_alloc_pd(d->ctx);
 	if (!d->pd || !d->pd2)
-		die("ibv_alloc_pd");
+		vp_die_errno("ibv_alloc_pd");
 	if (ibv_query_gid(d->ctx, 1, 0, &d->gid))
-		die("ibv_query_gid");
+		vp_die_errno("ibv_query_gid");
 }
 
 static void dev_close(struct dev *d)
 {
 	if (ibv_dealloc_pd(d->pd2) || ibv_dealloc_pd(d->pd))
-		die("ibv_dealloc_pd");
+		vp_die_errno("ibv_dealloc_pd");
 	if (ibv_close_device(d->ctx))
-		die("ibv_close_device");
+		vp_die_errno("ibv_close_device");
 	memset(d, 0, sizeof(*d));
 }
 
@@ -371,12 +299,12 @@ static void side_make(struct side *s, const char *name, struct dev *d,
 	s->o = *o;
 	s->cq = ibv_create_cq(d->ctx, o->cqe, NULL, NULL, 0);
 	if (!s->cq)
-		die("ibv_create_cq");
+		vp_die_errno("ibv_create_cq");
 	s->cqe = s->cq->cqe;
 	ia.send_cq = ia.recv_cq = s->cq;
 	s->qp = ibv_create_qp(d->pd, &ia);
 	if (!s->qp)
-		die("ibv_create_qp");
+		vp_die_errno("ibv_create_qp");
 	s->cap = ia.cap;
 	s->psn = rnd() & 0xffffff;
 }
@@ -384,9 +312,9 @@ static void side_make(struct side *s, const char *name, struct dev *d,
 static void side_free(struct side *s)
 {
 	if (s->qp && ibv_destroy_qp(s->qp))
-		die("ibv_destroy_qp");
+		vp_die_errno("ibv_destroy_qp");
 	if (s->cq && ibv_destroy_cq(s->cq))
-		die("ibv_destroy_cq");
+		vp_die_errno("ibv_destroy_cq");
 	s->qp = NULL;
 	s->cq = NULL;
 }
@@ -444,7 +372,7 @@ static void connect_pair(struct side *x, struct side *y)
 {
 	if (to_init(x) || to_init(y) || to_rtr(x, y) || to_rtr(y, x) ||
 	    to_rts(x) || to_rts(y))
-		die("connect (ibv_modify_qp)");
+		vp_die_errno("connect (ibv_modify_qp)");
 }
 
 /* A fresh pair: A (attacked) on DA, B (its honest peer) on DB. */
@@ -562,9 +490,9 @@ static int ev_count(int type, const void *obj)
 /* Wait up to timeout_s until at least n events (type, obj) were seen. */
 static void ev_wait(int type, const void *obj, int n, double timeout_s)
 {
-	double end = now_s() + timeout_s;
+	double end = vp_now() + timeout_s;
 
-	while (ev_count(type, obj) < n && now_s() < end)
+	while (ev_count(type, obj) < n && vp_now() < end)
 		ev_collect(0.01);
 }
 
@@ -595,16 +523,16 @@ static void ev_expect(int fatal, int a_cq_err, int b_cq_err, const char *what)
 		else if (evs[i].type == IBV_EVENT_CQ_ERR && evs[i].obj == B.cq)
 			want = b_cq_err;
 		if (evs[i].n != want)
-			fail("%s: %d x %s on %s, expected %d", what, evs[i].n,
+			vc_fail("%s: %d x %s on %s, expected %d", what, evs[i].n,
 			     ibv_event_type_str(evs[i].type), ev_name(evs[i].obj),
 			     want);
 	}
 	if (fatal && !ev_count(IBV_EVENT_QP_FATAL, A.qp))
-		fail("%s: no QP_FATAL on A, expected %d", what, fatal);
+		vc_fail("%s: no QP_FATAL on A, expected %d", what, fatal);
 	if (a_cq_err && !ev_count(IBV_EVENT_CQ_ERR, A.cq))
-		fail("%s: no CQ_ERR on A's CQ, expected %d", what, a_cq_err);
+		vc_fail("%s: no CQ_ERR on A's CQ, expected %d", what, a_cq_err);
 	if (b_cq_err && !ev_count(IBV_EVENT_CQ_ERR, B.cq))
-		fail("%s: no CQ_ERR on B's CQ, expected %d", what, b_cq_err);
+		vc_fail("%s: no CQ_ERR on B's CQ, expected %d", what, b_cq_err);
 }
 
 /* ---- posting through the provider (the honest way) -------------------------------- */
@@ -621,7 +549,7 @@ static int post_wr(struct side *s, struct ibv_send_wr *wr, const char *what)
 	int ret = ibv_post_send(s->qp, wr, &bad);
 
 	if (ret)
-		fail("%s: ibv_post_send on %s: %s", what, s->name, strerror(ret));
+		vc_fail("%s: ibv_post_send on %s: %s", what, s->name, strerror(ret));
 	return ret;
 }
 
@@ -681,7 +609,7 @@ static int post_recv1(struct side *s, uint64_t wr_id, const struct region *l,
 	int ret = ibv_post_recv(s->qp, &wr, &bad);
 
 	if (ret)
-		fail("%s: ibv_post_recv on %s: %s", what, s->name, strerror(ret));
+		vc_fail("%s: ibv_post_recv on %s: %s", what, s->name, strerror(ret));
 	return ret;
 }
 
@@ -690,20 +618,20 @@ static int post_recv1(struct side *s, uint64_t wr_id, const struct region *l,
 /* One completion from s's CQ within timeout_s: 1, else 0. */
 static int get_wc(struct side *s, struct ibv_wc *wc, double timeout_s)
 {
-	double end = now_s() + timeout_s;
+	double end = vp_now() + timeout_s;
 	int n;
 
 	for (;;) {
 		n = ibv_poll_cq(s->cq, 1, wc);
 		if (n < 0) {
-			fail("ibv_poll_cq on %s: %s", s->name, strerror(errno));
+			vc_fail("ibv_poll_cq on %s: %s", s->name, strerror(errno));
 			return 0;
 		}
 		if (n == 1)
 			return 1;
-		if (now_s() > end)
+		if (vp_now() > end)
 			return 0;
-		nap_us(100);
+		vp_sleep_us(100);
 	}
 }
 
@@ -712,7 +640,7 @@ static void expect_no_wc(struct side *s, double wait_s, const char *what)
 	struct ibv_wc wc;
 
 	if (get_wc(s, &wc, wait_s))
-		fail("%s: unexpected completion on %s (wr_id %#" PRIx64 ", %s)",
+		vc_fail("%s: unexpected completion on %s (wr_id %#" PRIx64 ", %s)",
 		     what, s->name, wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
@@ -723,14 +651,14 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	struct ibv_wc wc;
 
 	if (!get_wc(s, &wc, WAIT_S)) {
-		fail("%s: expected wr_id %#" PRIx64 " %s on %s, got no completion "
+		vc_fail("%s: expected wr_id %#" PRIx64 " %s on %s, got no completion "
 		     "in %.0f s", what, wr_id, ibv_wc_status_str(status), s->name,
 		     WAIT_S);
 		return -1;
 	}
 	if (wc.wr_id != wr_id || wc.status != status || wc.qp_num != s->qp->qp_num ||
 	    (op >= 0 && wc.opcode != (enum ibv_wc_opcode)op)) {
-		fail("%s: expected wr_id %#" PRIx64 " %s (op %d) on %s, got wr_id "
+		vc_fail("%s: expected wr_id %#" PRIx64 " %s (op %d) on %s, got wr_id "
 		     "%#" PRIx64 " %s (op %d, qp %u)", what, wr_id,
 		     ibv_wc_status_str(status), op, s->name, wc.wr_id,
 		     ibv_wc_status_str(wc.status), wc.opcode, wc.qp_num);
@@ -753,11 +681,11 @@ static void expect_state(struct side *s, enum ibv_qp_state want, const char *wha
 	struct ibv_qp_init_attr ia;
 
 	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia)) {
-		fail("%s: ibv_query_qp(%s): %s", what, s->name, strerror(errno));
+		vc_fail("%s: ibv_query_qp(%s): %s", what, s->name, strerror(errno));
 		return;
 	}
 	if (a.qp_state != want)
-		fail("%s: %s is %s, expected %s", what, s->name,
+		vc_fail("%s: %s is %s, expected %s", what, s->name,
 		     qps_str(a.qp_state), qps_str(want));
 }
 
@@ -854,7 +782,7 @@ static void ring_sq(const struct side *s, const char *what)
 	int err = doorbell(s, IB_USER_VERBS_CMD_POST_SEND);
 
 	if (err)
-		fail("%s: send doorbell on %s: %s", what, s->name, strerror(err));
+		vc_fail("%s: send doorbell on %s: %s", what, s->name, strerror(err));
 }
 
 /* A send entry exactly as the test wants it in the slot. */
@@ -903,7 +831,7 @@ static void raw_post_send(struct side *s, const struct raw_send *r)
 	struct mbcf_wq *q = sq_of(s);
 
 	if (q->ring.idx - kcons(q) >= ring_n(&q->ring))
-		fail("raw_post_send: %s's send ring is full", s->name);
+		vc_fail("raw_post_send: %s's send ring is full", s->name);
 	raw_fill_send(q, q->ring.idx, r);
 	mbcf_ring_produce(&q->ring);
 }
@@ -931,7 +859,7 @@ static void raw_post_recv(struct side *s, const struct raw_recv *r)
 	struct mbcf_wq *q = rq_of(s);
 
 	if (q->ring.idx - kcons(q) >= ring_n(&q->ring))
-		fail("raw_post_recv: %s's receive ring is full", s->name);
+		vc_fail("raw_post_recv: %s's receive ring is full", s->name);
 	raw_fill_recv(q, q->ring.idx, r);
 	mbcf_ring_produce(&q->ring);
 }
@@ -1081,18 +1009,18 @@ static int witness_once(const char *what)
 		return 0;
 	for (i = 1; i <= 2; i++) {
 		if (!get_wc(&W, &wc, WAIT_S)) {
-			fail("%s: witness: no completion in %.0f s", what, WAIT_S);
+			vc_fail("%s: witness: no completion in %.0f s", what, WAIT_S);
 			return 0;
 		}
 		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != i) {
-			fail("%s: witness: wr_id %" PRIu64 " %s", what, wc.wr_id,
+			vc_fail("%s: witness: wr_id %" PRIu64 " %s", what, wc.wr_id,
 			     ibv_wc_status_str(wc.status));
 			return 0;
 		}
 	}
 	if (memcmp(RX_dst.p + off, RW_src.p + off, len) ||
 	    memcmp(RW_back.p + off, RW_src.p + off, len)) {
-		fail("%s: witness: %zu bytes at %zu came back different", what,
+		vc_fail("%s: witness: %zu bytes at %zu came back different", what,
 		     len, off);
 		return 0;
 	}
@@ -1141,7 +1069,7 @@ static void witness_start(struct witness_run *w, const char *what)
 	memset(w, 0, sizeof(*w));
 	w->what = what;
 	if (pthread_create(&w->t, NULL, witness_thread, w))
-		die("pthread_create");
+		vp_die_errno("pthread_create");
 }
 
 /* Stop it; it must have completed at least `min` round trips meanwhile. */
@@ -1150,9 +1078,9 @@ static void witness_stop(struct witness_run *w, unsigned long min)
 	w->stop = 1;
 	pthread_join(w->t, NULL);
 	if (w->ok < min)
-		fail("%s: the witness pair completed %lu round trips meanwhile, "
+		vc_fail("%s: the witness pair completed %lu round trips meanwhile, "
 		     "expected at least %lu", w->what, w->ok, min);
-	note("witness %lu round trips meanwhile", w->ok);
+	vc_note("witness %lu round trips meanwhile", w->ok);
 }
 
 /* ---- threads that write slots while the kernel works --------------------------------- */
@@ -1230,7 +1158,7 @@ static void scribble_start(struct scribbler *s)
 	s->fired = 0;
 	s->rs = rnd();
 	if (pthread_create(&s->t, NULL, scribble_thread, s))
-		die("pthread_create");
+		vp_die_errno("pthread_create");
 }
 
 static unsigned long scribble_stop(struct scribbler *s)
@@ -1266,7 +1194,7 @@ static void *storm_thread(void *arg)
 			s->last_err = err;
 		}
 		s->done++;
-		if (!(s->done & 1023) && now_s() > s->deadline)
+		if (!(s->done & 1023) && vp_now() > s->deadline)
 			break;
 	}
 	__atomic_add_fetch(s->finished, 1, __ATOMIC_RELEASE);
@@ -1283,7 +1211,7 @@ static unsigned long storm_run(unsigned long total, void (*step)(void),
 {
 	struct storm st[2];
 	int finished = 0, i;
-	double t0 = now_s();
+	double t0 = vp_now();
 	unsigned long done = 0;
 
 	for (i = 0; i < 2; i++) {
@@ -1293,22 +1221,22 @@ static unsigned long storm_run(unsigned long total, void (*step)(void),
 			.finished = &finished,
 		};
 		if (pthread_create(&st[i].t, NULL, storm_thread, &st[i]))
-			die("pthread_create");
+			vp_die_errno("pthread_create");
 	}
 	while (__atomic_load_n(&finished, __ATOMIC_ACQUIRE) < 2) {
 		if (step)
 			step();
 		else
-			nap_us(10000);
+			vp_sleep_us(10000);
 	}
 	for (i = 0; i < 2; i++) {
 		pthread_join(st[i].t, NULL);
 		done += st[i].done;
 		if (st[i].errs)
-			fail("%s: %lu doorbell(s) failed (%s)", what, st[i].errs,
+			vc_fail("%s: %lu doorbell(s) failed (%s)", what, st[i].errs,
 			     strerror(st[i].last_err));
 	}
-	note("%lu doorbells in %.1f s", done, now_s() - t0);
+	vc_note("%lu doorbells in %.1f s", done, vp_now() - t0);
 	return done;
 }
 
@@ -1369,9 +1297,9 @@ static void hold_sends(const char *what)
 		post_send1(&A, 0x100 + i, &RA_src, (size_t)i * 4096, 3000, what);
 	expect_no_wc(&A, 0.05, what);
 	if (ld32(mbcf_ring_db(&q->ring)))
-		fail("%s: db_needed still set: the kernel did not take the sends", what);
+		vc_fail("%s: db_needed still set: the kernel did not take the sends", what);
 	if (kcons(q) != q->ring.idx - HELD)
-		fail("%s: kernel released %u sends, expected none held back",
+		vc_fail("%s: kernel released %u sends, expected none held back",
 		     what, kcons(q) - (q->ring.idx - HELD));
 }
 
@@ -1481,7 +1409,7 @@ static void sq_idle_case(enum sq_attack a, const char *what)
 	}
 	cons = kcons(q);
 	if (cons != q->ring.idx)
-		fail("%s: kernel released %u of %u", what, cons, q->ring.idx);
+		vc_fail("%s: kernel released %u of %u", what, cons, q->ring.idx);
 	set_prod(q, sq_attack_value(a, cons, cons, ring_n(&q->ring)));
 	ring_sq(&A, what);
 	expect_no_wc(&A, QUIET_S, what);
@@ -1568,7 +1496,7 @@ static void c_sq_rewind_write(void)
 	q = sq_of(&A);
 	msg = malloc(BIG);
 	if (!msg)
-		die("malloc");
+		vp_die_errno("malloc");
 	/* the message is the 4 SGEs in order */
 	for (i = 0; i < 4; i++) {
 		sg[i] = sge_of(&RA_big, (size_t)(3 - i) * (BIG / 4), BIG / 4);
@@ -1586,22 +1514,22 @@ static void c_sq_rewind_write(void)
 		scribble_stop(&sc);
 		goto out;
 	}
-	for (end = now_s() + WAIT_S; !sc.fired && now_s() < end;)
-		nap_us(100);
+	for (end = vp_now() + WAIT_S; !sc.fired && vp_now() < end;)
+		vp_sleep_us(100);
 	scribble_stop(&sc);
 	if (!sc.fired)
-		fail("%s: no byte of the write reached B", what);
+		vc_fail("%s: no byte of the write reached B", what);
 	ring_sq(&A, what);
 	if (!get_wc(&A, &wc, WAIT_S) || wc.wr_id != 0x400 ||
 	    (wc.status != IBV_WC_WR_FLUSH_ERR && wc.status != IBV_WC_SUCCESS)) {
-		fail("%s: expected wr 0x400 flushed (or done), got %s", what,
+		vc_fail("%s: expected wr 0x400 flushed (or done), got %s", what,
 		     ibv_wc_status_str(wc.status));
 		goto out;
 	}
 	if (wc.status == IBV_WC_SUCCESS)
 		region_expect(&RB_big, 0, msg, BIG);
 	k = region_expect_prefix(&RB_big, 0, msg, BIG);
-	note("%s, %zu of %u bytes had landed", ibv_wc_status_str(wc.status), k, BIG);
+	vc_note("%s, %zu of %u bytes had landed", ibv_wc_status_str(wc.status), k, BIG);
 	regions_big_check(what);
 	expect_no_wc(&A, 0.02, what);
 	expect_state(&A, IBV_QPS_ERR, what);
@@ -1715,7 +1643,7 @@ static void rq_entry_case(struct raw_recv *r, enum ibv_wc_status a_st,
 		r->num_sge = A.cap.max_recv_sge + 1;
 	raw_post_recv(&A, r);
 	if (doorbell(&A, IB_USER_VERBS_CMD_POST_RECV))
-		fail("%s: receive doorbell failed", what);
+		vc_fail("%s: receive doorbell failed", what);
 	b_sends(0x800, 4096, 1000, what);
 	expect_wc(&B, 0x800, b_st, b_st == IBV_WC_SUCCESS ? IBV_WC_SEND : -1, what);
 	expect_wc(&A, r->wr_id, a_st, a_st == IBV_WC_SUCCESS ? IBV_WC_RECV : -1, what);
@@ -1864,10 +1792,10 @@ static void c_rq_rewind_inflight(void)
 	post_send1(&B, 0x910, &RB_big, 0, BIG, what);
 	expect_wc(&B, 0x910, IBV_WC_SUCCESS, IBV_WC_SEND, what);
 	expect_wc(&A, 0x900, IBV_WC_SUCCESS, IBV_WC_RECV, what);
-	note("%lu scribbles by the completion", sc.iters);
+	vc_note("%lu scribbles by the completion", sc.iters);
 	scribble_stop(&sc);
 	if (!sc.fired)
-		fail("%s: the trigger never saw the message land", what);
+		vc_fail("%s: the trigger never saw the message land", what);
 	region_expect(&RA_big, 0, RB_big.p, BIG);
 	regions_big_check(what);
 	b_sends(0x911, 0, 1000, what);
@@ -1905,7 +1833,7 @@ static void cq_warm_up(const char *what)
 	expect_wc(&A, 0xa0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, what);
 	region_expect(&RB_dst, 0, RA_src.p, 4096);
 	if (cq_kprod() != cq_of(&A)->idx)
-		fail("%s: CQ prod %u, provider consumed %u", what, cq_kprod(),
+		vc_fail("%s: CQ prod %u, provider consumed %u", what, cq_kprod(),
 		     cq_of(&A)->idx);
 }
 
@@ -1967,10 +1895,10 @@ static void c_cq_one_slot(void)
 	set_cq_cons(kp - (n - 1));
 	post_write(&A, 0xa2, &RA_src, 8192, &RB_dst, 8192, 4096, what);
 	region_expect(&RB_dst, 8192, RA_src.p + 8192, 4096);
-	for (end = now_s() + WAIT_S; cq_kprod() == kp && now_s() < end;)
-		nap_us(100);
+	for (end = vp_now() + WAIT_S; cq_kprod() == kp && vp_now() < end;)
+		vp_sleep_us(100);
 	if (cq_kprod() != kp + 1)
-		fail("%s: CQ prod %u, expected %u", what, cq_kprod(), kp + 1);
+		vc_fail("%s: CQ prod %u, expected %u", what, cq_kprod(), kp + 1);
 	post_write(&A, 0xa3, &RA_src, 16384, &RB_dst, 16384, 4096, what);
 	region_expect(&RB_dst, 16384, RA_src.p + 16384, 4096);
 	ev_wait(IBV_EVENT_CQ_ERR, A.cq, 1, WAIT_S);
@@ -2066,11 +1994,11 @@ static void c_scribble_write(void)
 	scribble_start(&sc);
 	if (!post_wr(&A, &wr, what)) {
 		expect_wc(&A, 0xb00, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, what);
-		note("%lu scribbles by the completion", sc.iters);
+		vc_note("%lu scribbles by the completion", sc.iters);
 	}
 	scribble_stop(&sc);
 	if (!sc.fired)
-		fail("%s: the trigger never saw the write land", what);
+		vc_fail("%s: the trigger never saw the write land", what);
 	regions_big_check(what);
 	expect_state(&A, IBV_QPS_RTS, what);
 	expect_b_quiet(IBV_QPS_RTS, what);
@@ -2109,7 +2037,7 @@ static void c_scribble_held(void)
 	post_send_sg(&A, 0xb11, sg, 4, 0, what);
 	expect_no_wc(&A, 0.05, what);
 	if (ld32(mbcf_ring_db(&q->ring)) || kcons(q) != q->ring.idx - 2)
-		fail("%s: the kernel did not take both sends", what);
+		vc_fail("%s: the kernel did not take both sends", what);
 	sc.slot[0] = mbcf_ring_entry(&q->ring, q->ring.idx - 2);
 	sc.slot[1] = mbcf_ring_entry(&q->ring, q->ring.idx - 1);
 	sc.len = q->ring.stride;
@@ -2121,9 +2049,9 @@ static void c_scribble_held(void)
 		region_expect(&RB_rcv, 8192 + off,
 			      (const uint8_t *)(uintptr_t)sg[i].addr, sg[i].length);
 	scribble_start(&sc);
-	for (end = now_s() + 0.3; now_s() < end;)
-		nap_us(10000);
-	note("%lu scribbles", scribble_stop(&sc));
+	for (end = vp_now() + 0.3; vp_now() < end;)
+		vp_sleep_us(10000);
+	vc_note("%lu scribbles", scribble_stop(&sc));
 	post_recv1(&B, 0xb20, &RB_rcv, 0, 4096, what);
 	post_recv1(&B, 0xb21, &RB_rcv, 8192, 65536, what);
 	expect_wc(&A, 0xb10, IBV_WC_SUCCESS, IBV_WC_SEND, what);
@@ -2177,9 +2105,9 @@ static void c_storm_live(void)
 	witness_start(&w, what);
 	storm_run(storm_total, step_live_write, what);
 	witness_stop(&w, 3);
-	note("%lu writes meanwhile", storm_writes);
+	vc_note("%lu writes meanwhile", storm_writes);
 	if (storm_writes < 3)
-		fail("%s: only %lu writes completed meanwhile", what, storm_writes);
+		vc_fail("%s: only %lu writes completed meanwhile", what, storm_writes);
 	expect_state(&A, IBV_QPS_RTS, what);
 	expect_b_quiet(IBV_QPS_RTS, what);
 	ev_expect(0, 0, 0, what);
@@ -2195,13 +2123,13 @@ static void c_storm_errored(void)
 
 	pair_up();
 	if (side_modify(&A, &a, IBV_QP_STATE))
-		fail("%s: modify to ERR: %s", what, strerror(errno));
+		vc_fail("%s: modify to ERR: %s", what, strerror(errno));
 	storm_flushes = 0;
 	witness_start(&w, what);
 	/* a quarter: storm_fatal storms an errored QP with the full count */
 	storm_run(storm_total / 4, step_errored_posts, what);
 	witness_stop(&w, 3);
-	note("%lu flushed pairs meanwhile", storm_flushes);
+	vc_note("%lu flushed pairs meanwhile", storm_flushes);
 	expect_state(&A, IBV_QPS_ERR, what);
 	expect_b_quiet(IBV_QPS_RTS, what);
 	probe_errored(0, 0, what);
@@ -2265,7 +2193,7 @@ static void c_storm_broken(void)
 	ev_wait(IBV_EVENT_QP_FATAL, A.qp, 1, WAIT_S);
 	kb = sunreclaim_kb();
 	storm_run(storm_total < 20000 ? storm_total : 20000, NULL, what);
-	note("unreclaimable slab %+ld kB over the doorbells", sunreclaim_kb() - kb);
+	vc_note("unreclaimable slab %+ld kB over the doorbells", sunreclaim_kb() - kb);
 	expect_state(&A, IBV_QPS_ERR, what);
 	expect_b_quiet(IBV_QPS_RTS, what);
 	probe_errored(1, 0, what);
@@ -2295,7 +2223,7 @@ static void *flush_spin_thread(void *arg)
 	while (!f->stop) {
 		set_prod(q, kcons(q) + ring_n(&q->ring));
 		if (doorbell(&A, IB_USER_VERBS_CMD_POST_SEND))
-			fail("flush spin: doorbell failed");
+			vc_fail("flush spin: doorbell failed");
 		f->rounds++;
 	}
 	return NULL;
@@ -2315,34 +2243,34 @@ static void c_storm_flush_spin(void)
 	oa.send_wr = 4096;
 	pair_up2(&oa, &dflt);
 	if (side_modify(&A, &a, IBV_QP_STATE))
-		fail("%s: modify to ERR: %s", what, strerror(errno));
+		vc_fail("%s: modify to ERR: %s", what, strerror(errno));
 	witness_start(&w, what);
 	if (pthread_create(&f.t, NULL, flush_spin_thread, &f))
-		die("pthread_create");
-	for (end = now_s() + 3; now_s() < end;)
-		nap_us(10000);
+		vp_die_errno("pthread_create");
+	for (end = vp_now() + 3; vp_now() < end;)
+		vp_sleep_us(10000);
 	f.stop = 1;
 	pthread_join(f.t, NULL);
 	witness_stop(&w, 3);
-	note("%lu rings of 4096 published", f.rounds);
+	vc_note("%lu rings of 4096 published", f.rounds);
 	ev_wait(IBV_EVENT_CQ_ERR, A.cq, 1, WAIT_S);
 	/* the work item may still be flushing the last ring */
-	for (end = now_s() + WAIT_S; now_s() < end &&
+	for (end = vp_now() + WAIT_S; vp_now() < end &&
 	     kcons(sq_of(&A)) != ld32(mbcf_ring_prod(&sq_of(&A)->ring));)
-		nap_us(1000);
+		vp_sleep_us(1000);
 	if (kcons(sq_of(&A)) != ld32(mbcf_ring_prod(&sq_of(&A)->ring)))
-		fail("%s: the kernel left %u published requests unflushed", what,
+		vc_fail("%s: the kernel left %u published requests unflushed", what,
 		     ld32(mbcf_ring_prod(&sq_of(&A)->ring)) - kcons(sq_of(&A)));
 	while ((n = ibv_poll_cq(A.cq, 64, wc)) > 0) {
 		for (i = 0; i < n; i++)
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR ||
 			    wc[i].qp_num != A.qp->qp_num)
-				fail("%s: completion %d: %s, qp %u", what, got + i,
+				vc_fail("%s: completion %d: %s, qp %u", what, got + i,
 				     ibv_wc_status_str(wc[i].status), wc[i].qp_num);
 		got += n;
 	}
 	if (got != A.cqe)
-		fail("%s: %d flush completions in the CQ, expected %d (full)",
+		vc_fail("%s: %d flush completions in the CQ, expected %d (full)",
 		     what, got, A.cqe);
 	sync_provider(sq_of(&A));
 	expect_b_quiet(IBV_QPS_RTS, what);
@@ -2365,17 +2293,17 @@ static void shadow_map(struct shadow *s, void *map, size_t len, const char *what
 	s->len = len;
 	s->p = NULL;
 	if (!map_offset(map, &s->off)) {
-		fail("%s: ring mapping not in /proc/self/maps", what);
+		vc_fail("%s: ring mapping not in /proc/self/maps", what);
 		return;
 	}
 	s->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		    A.qp ? A.qp->context->cmd_fd : DA.ctx->cmd_fd, (off_t)s->off);
 	if (s->p == MAP_FAILED) {
-		fail("%s: second mmap of offset %#" PRIx64 ": %s", what, s->off,
+		vc_fail("%s: second mmap of offset %#" PRIx64 ": %s", what, s->off,
 		     strerror(errno));
 		s->p = NULL;
 	} else if (memcmp(s->p, map, len)) {
-		fail("%s: second mapping of %#" PRIx64 " differs", what, s->off);
+		vc_fail("%s: second mapping of %#" PRIx64 " differs", what, s->off);
 	}
 }
 
@@ -2405,15 +2333,15 @@ static void expect_mmap_fails(uint64_t off, size_t len, int flags, int err,
 		       DA.ctx->cmd_fd, (off_t)off);
 
 	if (p != MAP_FAILED) {
-		fail("%s: mmap(offset %#" PRIx64 ", len %zu) succeeded", what, off, len);
+		vc_fail("%s: mmap(offset %#" PRIx64 ", len %zu) succeeded", what, off, len);
 		munmap(p, len);
 		return;
 	}
 	if (errno != err)
-		fail("%s: mmap(offset %#" PRIx64 ", len %zu): %s, expected %s", what,
+		vc_fail("%s: mmap(offset %#" PRIx64 ", len %zu): %s, expected %s", what,
 		     off, len, strerror(errno), strerror(err));
 	if (uverbs_maps() != before)
-		fail("%s: mmap(offset %#" PRIx64 ") failed but left a mapping", what, off);
+		vc_fail("%s: mmap(offset %#" PRIx64 ") failed but left a mapping", what, off);
 }
 
 /*
@@ -2447,10 +2375,10 @@ static void c_destroy_post_after(void)
 		    *(uint32_t *)(sq.p + MBCF_RING_DB_OFF) != 1 ||
 		    *(uint32_t *)(rq.p + MBCF_RING_FLAGS_OFF) != MBCF_RING_F_DEAD ||
 		    *(uint32_t *)(rq.p + MBCF_RING_DB_OFF) != 1)
-			fail("%s: a destroyed QP's rings are not marked dead "
+			vc_fail("%s: a destroyed QP's rings are not marked dead "
 			     "with db_needed set", what);
 		if (*(uint32_t *)(cq.p + MBCF_RING_FLAGS_OFF) != MBCF_RING_F_DEAD)
-			fail("%s: a destroyed CQ's ring is not marked dead", what);
+			vc_fail("%s: a destroyed CQ's ring is not marked dead", what);
 	}
 	shadow_trash(&sq);
 	shadow_trash(&rq);
@@ -2459,7 +2387,7 @@ static void c_destroy_post_after(void)
 		err = doorbell_h(DA.ctx, h, i ? IB_USER_VERBS_CMD_POST_RECV :
 				 IB_USER_VERBS_CMD_POST_SEND);
 		if (err != ENOENT)
-			fail("%s: doorbell of the destroyed QP: %s, expected %s",
+			vc_fail("%s: doorbell of the destroyed QP: %s, expected %s",
 			     what, strerror(err), strerror(ENOENT));
 	}
 	expect_mmap_fails(sq.off, sq.len, MAP_SHARED, EINVAL, what);
@@ -2475,7 +2403,7 @@ static void c_destroy_post_after(void)
 		shadow_trash(&cq);
 		err = doorbell_h(DA.ctx, h, IB_USER_VERBS_CMD_POST_SEND);
 		if (err != want)
-			fail("%s: old handle %u: %s, expected %s", what, h,
+			vc_fail("%s: old handle %u: %s, expected %s", what, h,
 			     strerror(err), strerror(want));
 		post_write(&A, 0xf1 + i, &RA_src, (size_t)i * 8192, &RB_dst,
 			   65536 + (size_t)i * 8192, 8192, what);
@@ -2506,11 +2434,11 @@ static void c_destroy_mmap_bad(void)
 	sql = sq_of(&A)->map_len;
 	cql = to_mcq(A.cq)->map_len;
 	if (!map_offset(sq_of(&A)->map, &sqo) || !map_offset(to_mcq(A.cq)->map, &cqo)) {
-		fail("%s: ring mappings not found in /proc/self/maps", what);
+		vc_fail("%s: ring mappings not found in /proc/self/maps", what);
 		goto out;
 	}
 	if (cql < 2 * PAGE)
-		fail("%s: CQ ring of %zu bytes, expected several pages", what, cql);
+		vc_fail("%s: CQ ring of %zu bytes, expected several pages", what, cql);
 	expect_mmap_fails(cqo, cql + PAGE, MAP_SHARED, EINVAL, what);
 	expect_mmap_fails(cqo, cql - PAGE, MAP_SHARED, EINVAL, what);
 	expect_mmap_fails(cqo + PAGE, cql - PAGE, MAP_SHARED, EINVAL, what);
@@ -2526,7 +2454,7 @@ static void c_destroy_mmap_bad(void)
 	p = mmap(NULL, sql, PROT_READ | PROT_WRITE, MAP_SHARED, DA.ctx->cmd_fd,
 		 (off_t)sqo);
 	if (p == MAP_FAILED)
-		fail("%s: the SQ ring's own offset does not map: %s", what,
+		vc_fail("%s: the SQ ring's own offset does not map: %s", what,
 		     strerror(errno));
 	else
 		munmap(p, sql);
@@ -2577,20 +2505,20 @@ static void c_destroy_doorbell_cmds(void)
 	err = post_cmd(IB_USER_VERBS_CMD_POST_SEND, A.qp->handle, 1,
 		       sizeof(struct ib_uverbs_send_wr));
 	if (err != EOPNOTSUPP)
-		fail("%s: POST_SEND with a WR: %s, expected %s", what,
+		vc_fail("%s: POST_SEND with a WR: %s, expected %s", what,
 		     strerror(err), strerror(EOPNOTSUPP));
 	err = post_cmd(IB_USER_VERBS_CMD_POST_RECV, A.qp->handle, 1,
 		       sizeof(struct ib_uverbs_recv_wr));
 	if (err != EOPNOTSUPP)
-		fail("%s: POST_RECV with a WR: %s, expected %s", what,
+		vc_fail("%s: POST_RECV with a WR: %s, expected %s", what,
 		     strerror(err), strerror(EOPNOTSUPP));
 	err = doorbell_h(DA.ctx, 0x7fffffff, IB_USER_VERBS_CMD_POST_SEND);
 	if (err != ENOENT)
-		fail("%s: doorbell of handle 2^31-1: %s, expected %s", what,
+		vc_fail("%s: doorbell of handle 2^31-1: %s, expected %s", what,
 		     strerror(err), strerror(ENOENT));
 	err = doorbell_h(DA.ctx, A.cq->handle, IB_USER_VERBS_CMD_POST_SEND);
 	if (err != EINVAL)
-		fail("%s: doorbell with a CQ's handle: %s, expected %s", what,
+		vc_fail("%s: doorbell with a CQ's handle: %s, expected %s", what,
 		     strerror(err), strerror(EINVAL));
 	post_write(&A, 0xfa, &RA_src, 0, &RB_dst, 0, 4096, what);
 	expect_wc(&A, 0xfa, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, what);
@@ -2625,7 +2553,7 @@ static void c_reset_after_broken(void)
 	expect_state(&A, IBV_QPS_ERR, what);
 	set_prod(q, q->ring.idx);
 	if (side_modify(&A, &a, IBV_QP_STATE) || side_modify(&B, &a, IBV_QP_STATE))
-		fail("%s: modify to RESET: %s", what, strerror(errno));
+		vc_fail("%s: modify to RESET: %s", what, strerror(errno));
 	A.psn = rnd() & 0xffffff;
 	B.psn = rnd() & 0xffffff;
 	connect_pair(&A, &B);
@@ -2803,7 +2731,7 @@ static int g_build(const struct gcase *g, struct raw_send *r, struct region *hug
 			uint64_t a;
 
 			if (!other_process_key(&k, &a)) {
-				fail("no key of another process (-k KEYFILE)");
+				vc_fail("no key of another process (-k KEYFILE)");
 				return 0;
 			}
 			r->sg[0].lkey = k;
@@ -3065,11 +2993,11 @@ static void huge_make(void)
 	RA_huge.map = mmap(NULL, RA_huge.map_len, PROT_READ,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (RA_huge.map == MAP_FAILED)
-		die("mmap (huge)");
+		vp_die_errno("mmap (huge)");
 	RA_huge.p = RA_huge.map + PAGE;
 	RA_huge.mr = ibv_reg_mr(DA.pd, RA_huge.p, len, 0);
 	if (!RA_huge.mr)
-		die("ibv_reg_mr (huge)");
+		vp_die_errno("ibv_reg_mr (huge)");
 }
 
 static void huge_free(void)
@@ -3077,7 +3005,7 @@ static void huge_free(void)
 	if (!RA_huge.map)
 		return;
 	if (ibv_dereg_mr(RA_huge.mr))
-		die("ibv_dereg_mr (huge)");
+		vp_die_errno("ibv_dereg_mr (huge)");
 	munmap(RA_huge.map, RA_huge.map_len);
 	memset(&RA_huge, 0, sizeof(RA_huge));
 }
@@ -3157,9 +3085,7 @@ static int failed, ran;
 
 static void case_start(const char *name)
 {
-	case_msg[0] = 0;
-	case_note[0] = 0;
-	case_fails = 0;
+	vc_start();
 	reseed(name);
 	regions_refill();
 	ev_reset();
@@ -3169,20 +3095,13 @@ static void case_end(const char *name, const char *what, double t0)
 {
 	regions_check(name);
 	witness_once(name);
-	if (case_fails)
-		printf("FAIL %s [%s-%s]: %s%s%s%s\n", name, dev_a, dev_b, case_msg,
-		       case_note[0] ? " (" : "", case_note, case_note[0] ? ")" : "");
-	else
-		printf("PASS %s [%s-%s]: %s%s%s (%.2f s)\n", name, dev_a, dev_b,
-		       what, case_note[0] ? "; " : "", case_note, now_s() - t0);
-	fflush(stdout);
-	failed += case_fails ? 1 : 0;
+	failed += vc_end(name, dev_a, dev_b, what, t0);
 	ran++;
 }
 
 static void run_case(const struct tcase *c)
 {
-	double t0 = now_s();
+	double t0 = vp_now();
 
 	case_start(c->name);
 	c->fn();
@@ -3192,7 +3111,7 @@ static void run_case(const struct tcase *c)
 static void run_gcase(const char *group, const struct gcase *g, int huge)
 {
 	char name[96], what[160];
-	double t0 = now_s();
+	double t0 = vp_now();
 
 	snprintf(name, sizeof(name), "%s.%s", group, g->name);
 	snprintf(what, sizeof(what), "-> %s%s", ibv_wc_status_str(g->st),
@@ -3286,11 +3205,11 @@ static int good_send_once(void)
 	if (expect_wc(&W, 4, IBV_WC_SUCCESS, IBV_WC_SEND, "good") ||
 	    !get_wc(&X, &wc, WAIT_S) || wc.status != IBV_WC_SUCCESS ||
 	    wc.wr_id != 3 || wc.byte_len != len) {
-		fail("good: send/receive of %zu bytes failed", len);
+		vc_fail("good: send/receive of %zu bytes failed", len);
 		return 0;
 	}
 	if (memcmp(RX_rcv.p, RW_src.p, len)) {
-		fail("good: %zu bytes received differ", len);
+		vc_fail("good: %zu bytes received differ", len);
 		return 0;
 	}
 	return 1;
@@ -3305,7 +3224,7 @@ static void good_status(const char *path, unsigned long n)
 	f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "%lu %d\n", n, case_fails);
+	fprintf(f, "%lu %d\n", n, vc_fails());
 	fclose(f);
 	rename(tmp, path);
 }
@@ -3325,7 +3244,7 @@ static int good_main(const char *kf, const char *statusf)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", kf);
 	f = fopen(tmp, "w");
 	if (!f)
-		die(tmp);
+		vp_die_errno(tmp);
 	fprintf(f, "%s %x %llx %llx\n%s %x %llx %llx\n", DA.name, RW_src.mr->lkey,
 		(unsigned long long)region_addr(&RW_src, 0),
 		(unsigned long long)RW_src.len, DB.name, RX_dst.mr->lkey,
@@ -3333,33 +3252,33 @@ static int good_main(const char *kf, const char *statusf)
 		(unsigned long long)RX_dst.len);
 	fclose(f);
 	if (rename(tmp, kf))
-		die("rename");
+		vp_die_errno("rename");
 	signal(SIGTERM, on_term);
 	printf("good [%s-%s]: ready, seed %u\n", dev_a, dev_b, seed);
 	fflush(stdout);
-	while (!good_stop && !case_fails) {
+	while (!good_stop && !vc_fails()) {
 		if (!witness_once("good") || !good_send_once())
 			break;
 		n++;
 		ev_collect(0);
 		if (nevs) {
-			fail("good: %d x %s", evs[0].n, ibv_event_type_str(evs[0].type));
+			vc_fail("good: %d x %s", evs[0].n, ibv_event_type_str(evs[0].type));
 			break;
 		}
-		if (now_s() - last > 0.5) {
+		if (vp_now() - last > 0.5) {
 			good_status(statusf, n);
-			last = now_s();
+			last = vp_now();
 		}
 	}
 	good_status(statusf, n);
 	printf("good [%s-%s]: %lu round trips (write, read back, send), %s%s\n",
-	       dev_a, dev_b, n, case_fails ? "FAILED: " : "every byte right",
-	       case_msg);
+	       dev_a, dev_b, n, vc_fails() ? "FAILED: " : "every byte right",
+	       vc_message());
 	region_free(&RX_rcv);
 	witness_free();
 	dev_close(&DA);
 	dev_close(&DB);
-	return case_fails ? 1 : 0;
+	return vc_fails() ? 1 : 0;
 }
 
 /* ---- main -------------------------------------------------------------------------------------- */
@@ -3388,7 +3307,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	int opt, i, seeded = 0;
-	double t0 = now_s();
+	double t0 = vp_now();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((opt = getopt(argc, argv, "a:b:s:k:D:T:l")) != -1) {
@@ -3436,7 +3355,7 @@ int main(int argc, char **argv)
 	dev_close(&DA);
 	dev_close(&DB);
 	printf("ring_attack [%s-%s]: %d case(s), %d failed, witness %lu round trips, "
-	       "%.1f s, seed %u\n", dev_a, dev_b, ran, failed, wit_ok, now_s() - t0,
+	       "%.1f s, seed %u\n", dev_a, dev_b, ran, failed, wit_ok, vp_now() - t0,
 	       seed);
 	return failed > 100 ? 100 : failed;
 }

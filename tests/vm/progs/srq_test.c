@@ -66,6 +66,8 @@
 
 #include <rdma/ib_user_verbs.h>
 
+#include "vmprog.h"
+
 #include "mbcf.h"	/* provider/mbcf.h: to_msrq(), the SRQ's ring end */
 
 #define WAIT_S		30.0	/* what must come (a loaded TCG host) */
@@ -75,32 +77,6 @@
 #define NSLOT		256u
 #define MAXMSG		3000u	/* up to 3 frames at MTU 1500 */
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (cond) {						\
-			printf("ok: " __VA_ARGS__);			\
-		} else {						\
-			failures++;					\
-			printf("FAIL: " __VA_ARGS__);			\
-		}							\
-		printf("\n");						\
-	} while (0)
-
-static void die(const char *what)
-{
-	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- devices ----------------------------------------------------------------- */
 
@@ -120,38 +96,26 @@ static struct dev DA, DB;
 
 static void dev_open(struct dev *d, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list");
 	d->name = name;
-	for (i = 0; list[i] && !d->ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			d->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!d->ctx) {
-		fprintf(stderr, "setup: cannot open %s\n", name);
-		exit(2);
-	}
+	d->ctx = vp_open(name);
 	if (fcntl(d->ctx->async_fd, F_SETFL,
 		  fcntl(d->ctx->async_fd, F_GETFL) | O_NONBLOCK))
-		die("fcntl(async_fd)");
+		vp_die_errno("fcntl(async_fd)");
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd || ibv_query_gid(d->ctx, 1, 0, &d->gid) ||
 	    ibv_query_device(d->ctx, &d->attr))
-		die("ibv_alloc_pd / ibv_query_gid / ibv_query_device");
+		vp_die_errno("ibv_alloc_pd / ibv_query_gid / ibv_query_device");
 	d->cq = ibv_create_cq(d->ctx, 4096, NULL, NULL, 0);
 	if (!d->cq)
-		die("ibv_create_cq");
+		vp_die_errno("ibv_create_cq");
 	d->len = NSLOT * HEAD + NSLOT * SLOT;
 	d->buf = aligned_alloc(4096, d->len);
 	if (!d->buf)
-		die("aligned_alloc");
+		vp_die_errno("aligned_alloc");
 	memset(d->buf, 0, d->len);
 	d->mr = ibv_reg_mr(d->pd, d->buf, d->len, IBV_ACCESS_LOCAL_WRITE);
 	if (!d->mr)
-		die("ibv_reg_mr");
+		vp_die_errno("ibv_reg_mr");
 }
 
 /* ---- asynchronous events ------------------------------------------------------- */
@@ -240,9 +204,9 @@ static int ev_count(int type, const void *obj)
 /* Wait until (type, obj) was seen at least once (or WAIT_S passed). */
 static void ev_wait(int type, const void *obj)
 {
-	double end = now_s() + WAIT_S;
+	double end = vp_now() + WAIT_S;
 
-	while (!ev_count(type, obj) && now_s() < end)
+	while (!ev_count(type, obj) && vp_now() < end)
 		ev_collect(50);
 }
 
@@ -269,7 +233,7 @@ static struct ibv_qp *qp_make(struct dev *d, enum ibv_qp_type type,
 	struct ibv_qp *qp = ibv_create_qp(d->pd, &ia);
 
 	if (!qp)
-		die("ibv_create_qp");
+		vp_die_errno("ibv_create_qp");
 	return qp;
 }
 
@@ -302,7 +266,7 @@ static void rc_connect(struct ibv_qp *x, struct dev *dx, struct ibv_qp *y,
 
 		if (ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			die("modify_qp INIT");
+			vp_die_errno("modify_qp INIT");
 	}
 	for (i = 0; i < 2; i++) {
 		struct ibv_qp_attr a = {
@@ -318,7 +282,7 @@ static void rc_connect(struct ibv_qp *x, struct dev *dx, struct ibv_qp *y,
 				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				  IBV_QP_MIN_RNR_TIMER))
-			die("modify_qp RTR");
+			vp_die_errno("modify_qp RTR");
 	}
 	for (i = 0; i < 2; i++) {
 		struct ibv_qp_attr a = {
@@ -330,7 +294,7 @@ static void rc_connect(struct ibv_qp *x, struct dev *dx, struct ibv_qp *y,
 		if (ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-			die("modify_qp RTS");
+			vp_die_errno("modify_qp RTS");
 	}
 }
 
@@ -343,14 +307,14 @@ static void ud_up(struct ibv_qp *qp)
 
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			  IBV_QP_PORT | IBV_QP_QKEY))
-		die("UD INIT");
+		vp_die_errno("UD INIT");
 	a.qp_state = IBV_QPS_RTR;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		die("UD RTR");
+		vp_die_errno("UD RTR");
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		die("UD RTS");
+		vp_die_errno("UD RTS");
 }
 
 /* ---- SRQs, receives, messages ------------------------------------------------------ */
@@ -362,7 +326,7 @@ static struct ibv_srq *srq_make(uint32_t max_wr, uint32_t max_sge)
 	struct ibv_srq *srq = ibv_create_srq(DB.pd, &ia);
 
 	if (!srq)
-		die("ibv_create_srq");
+		vp_die_errno("ibv_create_srq");
 	return srq;
 }
 
@@ -401,7 +365,7 @@ static void post_srq_n(struct ibv_srq *srq, uint64_t wr_id, uint32_t n)
 		uint32_t k = n < 64 ? n : 64;
 
 		if (post_srq(srq, wr_id, k))
-			die("ibv_post_srq_recv");
+			vp_die_errno("ibv_post_srq_recv");
 		wr_id += k;
 		n -= k;
 	}
@@ -453,7 +417,7 @@ static void send_msg(struct ibv_qp *qp, uint32_t k, uint32_t j, uint32_t s)
 {
 	if (post_send_buf(qp, ((uint64_t)k << 32) | j, msg_build(k, j, s),
 			  msg_len(k, j), NULL, 0))
-		die("ibv_post_send");
+		vp_die_errno("ibv_post_send");
 }
 
 /* The bytes receive wr_id holds, reassembled from its two SGEs. */
@@ -485,15 +449,15 @@ static int rx_holds(uint64_t wr_id, uint32_t off, uint32_t k, uint32_t j)
 /* Poll cq until n completions (or WAIT_S); returns how many. */
 static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 {
-	double end = now_s() + WAIT_S;
+	double end = vp_now() + WAIT_S;
 	int got = 0, r;
 
 	while (got < n) {
 		r = ibv_poll_cq(cq, n - got, wc + got);
 		if (r < 0)
-			die("ibv_poll_cq");
+			vp_die_errno("ibv_poll_cq");
 		got += r;
-		if (!r && now_s() > end)
+		if (!r && vp_now() > end)
 			break;
 		if (!r)
 			usleep(200);
@@ -504,13 +468,13 @@ static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 /* Completions that arrive within QUIET_MS (they should not). */
 static int poll_quiet(struct ibv_cq *cq, struct ibv_wc *wc, int max)
 {
-	double end = now_s() + QUIET_MS / 1000.0;
+	double end = vp_now() + QUIET_MS / 1000.0;
 	int got = 0, r;
 
-	while (now_s() < end && got < max) {
+	while (vp_now() < end && got < max) {
 		r = ibv_poll_cq(cq, max - got, wc + got);
 		if (r < 0)
-			die("ibv_poll_cq");
+			vp_die_errno("ibv_poll_cq");
 		got += r;
 		usleep(1000);
 	}
@@ -649,7 +613,7 @@ static void check_limits(void)
 
 		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			die("modify_qp INIT");
+			vp_die_errno("modify_qp INIT");
 	}
 	wr[2].next = NULL;
 	r = ibv_post_recv(qp, &wr[2], &bad);
@@ -769,7 +733,7 @@ static void check_shared(void)
 
 	for (k = 0; k < NQ; k++)
 		if (ibv_destroy_qp(qa[k]) || ibv_destroy_qp(qb[k]))
-			die("destroy_qp");
+			vp_die_errno("destroy_qp");
 	CHECK(ibv_destroy_srq(srq) == 0, "shared: destroy_srq");
 }
 
@@ -803,8 +767,8 @@ static void check_dry_stream(void)
 		for (k = 0; k < NQ; k++)
 			send_msg(qa[k], k, j, s++);
 	memset(seen, 0, sizeof(seen));
-	end = now_s() + 4 * WAIT_S;
-	while ((got < NQ * DRY_NM || sent < NQ * DRY_NM) && now_s() < end) {
+	end = vp_now() + 4 * WAIT_S;
+	while ((got < NQ * DRY_NM || sent < NQ * DRY_NM) && vp_now() < end) {
 		n = ibv_poll_cq(DA.cq, 64, wc);
 		for (i = 0; i < n; i++)
 			if (wc[i].status != IBV_WC_SUCCESS)
@@ -844,7 +808,7 @@ static void check_dry_stream(void)
 	expect_quiet("dry stream");
 	for (k = 0; k < NQ; k++)
 		if (ibv_destroy_qp(qa[k]) || ibv_destroy_qp(qb[k]))
-			die("destroy_qp");
+			vp_die_errno("destroy_qp");
 	CHECK(ibv_destroy_srq(srq) == 0, "dry stream: destroy_srq");
 }
 
@@ -921,7 +885,7 @@ static void check_limit(void)
 	      "limit: 2 left: the second SRQ_LIMIT_REACHED (%d events)", nev_total);
 	expect_quiet("limit");
 	if (ibv_destroy_qp(a) || ibv_destroy_qp(b))
-		die("destroy_qp");
+		vp_die_errno("destroy_qp");
 	CHECK(ibv_destroy_srq(srq) == 0, "limit: destroy_srq with 2 receives posted");
 }
 
@@ -982,7 +946,7 @@ static void check_rnr(void)
 	CHECK(nev_total == 0, "rnr: no asynchronous event (%d)", nev_total);
 	for (i = 0; i < 3; i++)
 		if (ibv_destroy_qp(a[i]) || ibv_destroy_qp(b[i]))
-			die("destroy_qp");
+			vp_die_errno("destroy_qp");
 	CHECK(ibv_destroy_srq(srq) == 0, "rnr: destroy_srq");
 }
 
@@ -1036,7 +1000,7 @@ static void check_last_wqe(void)
 	CHECK(nev_total == 1, "last_wqe: no event from the destroys (%d)", nev_total);
 	for (i = 0; i < 3; i++)
 		if (ibv_destroy_qp(a[i]))
-			die("destroy_qp");
+			vp_die_errno("destroy_qp");
 	expect_quiet("last_wqe");
 }
 
@@ -1075,7 +1039,7 @@ static void check_ud(void)
 	int n;
 
 	if (!ah)
-		die("ibv_create_ah");
+		vp_die_errno("ibv_create_ah");
 	ud_up(ua);
 	ud_up(ub);
 	rc_connect(ra, &DA, rb, &DB, &dflt, &dflt);
@@ -1084,7 +1048,7 @@ static void check_ud(void)
 	len = 200;
 	memset(DA.buf, 0x42, len);
 	if (post_send_buf(ua, 77, DA.buf, len, ah, ub->qp_num))
-		die("post_send UD");
+		vp_die_errno("post_send UD");
 	expect_send_ok("ud: into a dry SRQ", 77);
 	n = poll_quiet(DB.cq, wc, 4);
 	CHECK(n == 0, "ud: a datagram into a dry SRQ is lost (%d completions)", n);
@@ -1105,14 +1069,14 @@ static void check_ud(void)
 			k++;
 		if (post_send_buf(ua, j, msg_build(k, j, j), msg_len(k, j), ah,
 				  ub->qp_num))
-			die("post_send UD");
+			vp_die_errno("post_send UD");
 		expect_send_ok(what, j);
 		expect_ud(what, 600 + j, ub, ua, k, j);
 	}
 	expect_quiet("ud");
 	if (ibv_destroy_qp(ua) || ibv_destroy_qp(ub) || ibv_destroy_qp(ra) ||
 	    ibv_destroy_qp(rb) || ibv_destroy_ah(ah))
-		die("destroy");
+		vp_die_errno("destroy");
 	CHECK(ibv_destroy_srq(srq) == 0, "ud: destroy_srq");
 }
 
@@ -1241,9 +1205,9 @@ static void check_hostile(enum hostile how)
 	 * BAD_ENTRY) or will time out; destroy all */
 	for (i = 0; i < 2; i++)
 		if (ibv_destroy_qp(a[i]) || ibv_destroy_qp(b[i]))
-			die("destroy_qp");
+			vp_die_errno("destroy_qp");
 	if (ibv_destroy_qp(ga) || ibv_destroy_qp(gb))
-		die("destroy_qp");
+		vp_die_errno("destroy_qp");
 	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(good) == 0,
 	      "%s: destroy both SRQs", nm);
 	ev_collect(0);
@@ -1323,6 +1287,6 @@ int main(int argc, char **argv)
 	check_hostile(AHEAD);
 	check_hostile(BAD_ENTRY);
 	ev_collect(QUIET_MS);
-	printf("srq_test: %d failure(s)\n", failures);
-	return failures > 100 ? 100 : failures;
+	printf("srq_test: %d failure(s)\n", vp_fails);
+	return vp_fails > 100 ? 100 : vp_fails;
 }

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmprog.h"
+
 #define CQ_DEPTH	256
 #define PAGE		4096
 
@@ -48,54 +50,6 @@ static int iterations = 3;
 static unsigned int seed = 1;
 
 /* ---- result of the current case ----------------------------------------- */
-
-static char case_msg[2048];
-static int case_fails;
-static char case_note[512];
-
-static void fail(const char *fmt, ...)
-{
-	size_t n = strlen(case_msg);
-	va_list ap;
-
-	case_fails++;
-	if (n + 4 >= sizeof(case_msg))
-		return;
-	if (n)
-		n += (size_t)snprintf(case_msg + n, sizeof(case_msg) - n, "; ");
-	va_start(ap, fmt);
-	vsnprintf(case_msg + n, sizeof(case_msg) - n, fmt, ap);
-	va_end(ap);
-}
-
-static void note(const char *fmt, ...)
-{
-	size_t n = strlen(case_note);
-	va_list ap;
-
-	if (n + 4 >= sizeof(case_note))
-		return;
-	if (n)
-		n += (size_t)snprintf(case_note + n, sizeof(case_note) - n, ", ");
-	va_start(ap, fmt);
-	vsnprintf(case_note + n, sizeof(case_note) - n, fmt, ap);
-	va_end(ap);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void nap_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	nanosleep(&ts, NULL);
-}
 
 /* ---- the two sides --------------------------------------------------------- */
 
@@ -126,33 +80,15 @@ static const struct conn_opts default_opts = {
 		  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
 static void open_side(struct side *s, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list");
 	s->name = name;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			s->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!s->ctx) {
-		fprintf(stderr, "setup: cannot open %s\n", name);
-		exit(2);
-	}
+	s->ctx = vp_open(name);
 	s->pd = ibv_alloc_pd(s->ctx);
 	if (!s->pd)
-		die("ibv_alloc_pd");
+		vp_die_errno("ibv_alloc_pd");
 	if (ibv_query_gid(s->ctx, 1, 0, &s->gid))
-		die("ibv_query_gid");
+		vp_die_errno("ibv_query_gid");
 }
 
 static void close_side(struct side *s)
@@ -172,27 +108,27 @@ static void make_qp(struct side *s)
 
 	s->ch = ibv_create_comp_channel(s->ctx);
 	if (!s->ch)
-		die("ibv_create_comp_channel");
+		vp_die_errno("ibv_create_comp_channel");
 	if (fcntl(s->ch->fd, F_SETFL, fcntl(s->ch->fd, F_GETFL) | O_NONBLOCK))
-		die("fcntl");
+		vp_die_errno("fcntl");
 	s->cq = ibv_create_cq(s->ctx, CQ_DEPTH, NULL, s->ch, 0);
 	if (!s->cq)
-		die("ibv_create_cq");
+		vp_die_errno("ibv_create_cq");
 	ia.send_cq = ia.recv_cq = s->cq;
 	s->qp = ibv_create_qp(s->pd, &ia);
 	if (!s->qp)
-		die("ibv_create_qp");
+		vp_die_errno("ibv_create_qp");
 }
 
 static void free_qp(struct side *s)
 {
 	if (s->qp && ibv_destroy_qp(s->qp))
-		die("ibv_destroy_qp");
+		vp_die_errno("ibv_destroy_qp");
 	s->qp = NULL;
 	if (ibv_destroy_cq(s->cq))
-		die("ibv_destroy_cq");
+		vp_die_errno("ibv_destroy_cq");
 	if (ibv_destroy_comp_channel(s->ch))
-		die("ibv_destroy_comp_channel");
+		vp_die_errno("ibv_destroy_comp_channel");
 	s->cq = NULL;
 	s->ch = NULL;
 }
@@ -251,7 +187,7 @@ static void pair_up2(const struct conn_opts *o, int b_rtr_only)
 	A.psn = 0xfffff0 - (rand_r(&seed) & 0xff);
 	B.psn = 0xffffe0 - (rand_r(&seed) & 0xff);
 	if (to_rtr(&A, &B, o, 0) || to_rtr(&B, &A, o, b_rtr_only))
-		die("connect (ibv_modify_qp)");
+		vp_die_errno("connect (ibv_modify_qp)");
 }
 
 static void pair_up(const struct conn_opts *o)
@@ -282,14 +218,14 @@ static struct buf buf_new(struct side *s, size_t len, size_t off, int access)
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
-		die("mmap");
+		vp_die_errno("mmap");
 	memset(m, 0xee, maplen);	/* guard bytes everywhere */
 	b.p = m + PAGE + off;
 	b.len = len;
 	if (access >= 0) {
 		b.mr = ibv_reg_mr(s->pd, b.p, len, access);
 		if (!b.mr)
-			die("ibv_reg_mr");
+			vp_die_errno("ibv_reg_mr");
 	}
 	return b;
 }
@@ -301,7 +237,7 @@ static void buf_free(struct buf *b)
 	size_t maplen = (off + b->len + 2 * PAGE + PAGE - 1) & ~(size_t)(PAGE - 1);
 
 	if (b->mr && ibv_dereg_mr(b->mr))
-		die("ibv_dereg_mr");
+		vp_die_errno("ibv_dereg_mr");
 	munmap(m, maplen);
 	b->p = NULL;
 }
@@ -341,10 +277,10 @@ static void check_guards(const struct buf *b, size_t n, const char *what)
 	long i = diff_byte(b->p - n, n, 0xee), j = diff_byte(b->p + b->len, n, 0xee);
 
 	if (i >= 0)
-		fail("%s: guard byte at start-%ld changed to %#x", what,
+		vc_fail("%s: guard byte at start-%ld changed to %#x", what,
 		     (long)n - i, b->p[i - (long)n]);
 	if (j >= 0)
-		fail("%s: guard byte at end+%ld changed to %#x", what, j,
+		vc_fail("%s: guard byte at end+%ld changed to %#x", what, j,
 		     b->p[b->len + j]);
 }
 
@@ -369,7 +305,7 @@ static int post(struct side *s, enum ibv_wr_opcode op, struct ibv_sge *sg,
 	}
 	ret = ibv_post_send(s->qp, &wr, &bad);
 	if (ret)
-		fail("ibv_post_send(wr_id %lu) on %s: %s", (unsigned long)wr_id,
+		vc_fail("ibv_post_send(wr_id %lu) on %s: %s", (unsigned long)wr_id,
 		     s->name, strerror(ret));
 	return ret;
 }
@@ -380,7 +316,7 @@ static int post_wr(struct side *s, struct ibv_send_wr *wr)
 	int ret = ibv_post_send(s->qp, wr, &bad);
 
 	if (ret)
-		fail("ibv_post_send on %s: %s", s->name, strerror(ret));
+		vc_fail("ibv_post_send on %s: %s", s->name, strerror(ret));
 	return ret;
 }
 
@@ -390,7 +326,7 @@ static int post_recv(struct side *s, struct ibv_sge *sg, int nsge, uint64_t wr_i
 	int ret = ibv_post_recv(s->qp, &wr, &bad);
 
 	if (ret)
-		fail("ibv_post_recv on %s: %s", s->name, strerror(ret));
+		vc_fail("ibv_post_recv on %s: %s", s->name, strerror(ret));
 	return ret;
 }
 
@@ -406,20 +342,20 @@ static struct ibv_sge sge_of(const struct buf *b, size_t off, uint32_t len)
 /* One completion from s's CQ within timeout_s; 1 if got, 0 if none. */
 static int get_wc(struct side *s, struct ibv_wc *wc, double timeout_s)
 {
-	double end = now_s() + timeout_s;
+	double end = vp_now() + timeout_s;
 	int n;
 
 	for (;;) {
 		n = ibv_poll_cq(s->cq, 1, wc);
 		if (n < 0) {
-			fail("ibv_poll_cq on %s: %d", s->name, n);
+			vc_fail("ibv_poll_cq on %s: %d", s->name, n);
 			return 0;
 		}
 		if (n == 1)
 			return 1;
-		if (now_s() > end)
+		if (vp_now() > end)
 			return 0;
-		nap_us(200);
+		vp_sleep_us(200);
 	}
 }
 
@@ -429,7 +365,7 @@ static void expect_no_wc(struct side *s, double wait_s, const char *what)
 	struct ibv_wc wc;
 
 	if (get_wc(s, &wc, wait_s))
-		fail("%s: unexpected completion on %s (wr_id %lu, %s)", what,
+		vc_fail("%s: unexpected completion on %s (wr_id %lu, %s)", what,
 		     s->name, (unsigned long)wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
@@ -443,7 +379,7 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	struct ibv_wc wc;
 
 	if (!get_wc(s, &wc, timeout_s)) {
-		fail("%s: expected %s (wr_id %lu) on %s, got no completion in %.1f s",
+		vc_fail("%s: expected %s (wr_id %lu) on %s, got no completion in %.1f s",
 		     what, ibv_wc_status_str(status), (unsigned long)wr_id,
 		     s->name, timeout_s);
 		return -1;
@@ -451,19 +387,19 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	if (out)
 		*out = wc;
 	if (wc.wr_id != wr_id || wc.status != status) {
-		fail("%s: expected wr_id %lu %s on %s, got wr_id %lu %s (%d)",
+		vc_fail("%s: expected wr_id %lu %s on %s, got wr_id %lu %s (%d)",
 		     what, (unsigned long)wr_id, ibv_wc_status_str(status), s->name,
 		     (unsigned long)wc.wr_id, ibv_wc_status_str(wc.status),
 		     wc.status);
 		return -1;
 	}
 	if (op >= 0 && wc.opcode != (enum ibv_wc_opcode)op) {
-		fail("%s: wr_id %lu opcode %d, expected %d", what,
+		vc_fail("%s: wr_id %lu opcode %d, expected %d", what,
 		     (unsigned long)wr_id, wc.opcode, op);
 		return -1;
 	}
 	if (wc.qp_num != s->qp->qp_num) {
-		fail("%s: qp_num %u, expected %u", what, wc.qp_num, s->qp->qp_num);
+		vc_fail("%s: qp_num %u, expected %u", what, wc.qp_num, s->qp->qp_num);
 		return -1;
 	}
 	return 0;
@@ -483,11 +419,11 @@ static void expect_state(struct side *s, enum ibv_qp_state want, const char *wha
 	struct ibv_qp_init_attr ia;
 
 	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia)) {
-		fail("%s: ibv_query_qp: %s", what, strerror(errno));
+		vc_fail("%s: ibv_query_qp: %s", what, strerror(errno));
 		return;
 	}
 	if (a.qp_state != want)
-		fail("%s: %s QP state %s, expected %s", what, s->name,
+		vc_fail("%s: %s QP state %s, expected %s", what, s->name,
 		     qps_str(a.qp_state), qps_str(want));
 }
 
@@ -624,11 +560,11 @@ static void remote_case(enum rcase rc)
 	wr[1].wr.rdma.remote_addr = (uintptr_t)t.p;
 	wr[1].wr.rdma.rkey = t.mr->rkey;
 
-	t0 = now_s();
+	t0 = vp_now();
 	if (!post_wr(&A, wr)) {
 		if (!expect_wc(&A, 1, want, -1, 10, &wc, "bad request"))
-			note("%s in %.0f ms", ibv_wc_status_str(wc.status),
-			     (now_s() - t0) * 1e3);
+			vc_note("%s in %.0f ms", ibv_wc_status_str(wc.status),
+			     (vp_now() - t0) * 1e3);
 		expect_wc(&A, 2, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL,
 			  "write queued behind");
 		expect_flushed_after(&A, &l);
@@ -641,18 +577,18 @@ static void remote_case(enum rcase rc)
 		long i = diff_fill(t.p, tlen, 0x11);
 
 		if (i >= 0)
-			fail("target byte %ld changed (%#x)", i, t.p[i]);
+			vc_fail("target byte %ld changed (%#x)", i, t.p[i]);
 	} else {
 		/* Frames before the bad one may land (verbs allows it). */
 		long i = diff_fill(t.p, tlen - 4096, 0x11);
 
 		if (i >= 0)
-			fail("target byte %ld below the write changed (%#x)",
+			vc_fail("target byte %ld below the write changed (%#x)",
 			     i, t.p[i]);
 	}
 	check_guards(&t, 64, "target MR");
 	if (op == IBV_WR_RDMA_READ && diff_fill(l.p, llen, 0x55) >= 0)
-		fail("local read buffer changed by a failed read");
+		vc_fail("local read buffer changed by a failed read");
 	buf_free(&t);
 	buf_free(&l);
 	buf_free(&r);
@@ -722,9 +658,9 @@ static void lkey_case(int good_first)
 	for (i = 0; i < n; i++) {
 		if (i < bad) {
 			if (memcmp(t.p + (size_t)i * 1024, l.p + (size_t)i * 1024, 64))
-				fail("good write %d did not land", i + 1);
+				vc_fail("good write %d did not land", i + 1);
 		} else if (memcmp(t.p + (size_t)i * 1024, l.p + (size_t)i * 1024, 64) == 0) {
-			fail("write %d (bad lkey or flushed) landed", i + 1);
+			vc_fail("write %d (bad lkey or flushed) landed", i + 1);
 		}
 	}
 	/* A local error is not the responder's: it stays connected. */
@@ -755,7 +691,7 @@ static void c_read_into_readonly(void)
 		expect_state(&A, IBV_QPS_ERR, "requester after the error");
 	}
 	if (diff_byte(l.p, 4096, 0) >= 0)
-		fail("the read-only local MR was written");
+		vc_fail("the read-only local MR was written");
 	buf_free(&t);
 	buf_free(&l);
 	pair_down();
@@ -781,13 +717,13 @@ static void c_rnr_zero(void)
 	r = buf_new(&B, 64, 0, IBV_ACCESS_LOCAL_WRITE);
 	fill(l.p, 64, 0x21);
 	sg = sge_of(&l, 0, 64);
-	t0 = now_s();
+	t0 = vp_now();
 	if (!post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 1, 0) &&
 	    !post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 2, 0)) {
 		if (!expect_wc(&A, 1, IBV_WC_RNR_RETRY_EXC_ERR, -1, 10, &wc,
 			       "send with no receive, rnr_retry 0"))
-			note("%s in %.0f ms", ibv_wc_status_str(wc.status),
-			     (now_s() - t0) * 1e3);
+			vc_note("%s in %.0f ms", ibv_wc_status_str(wc.status),
+			     (vp_now() - t0) * 1e3);
 		expect_wc(&A, 2, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL, "send queued behind");
 		expect_flushed_after(&A, &l);
 	}
@@ -825,11 +761,11 @@ static void c_rnr_infinite(void)
 		if (!expect_wc(&B, 77, IBV_WC_SUCCESS, IBV_WC_RECV, 10, &wc,
 			       "receive")) {
 			if (wc.byte_len != 3000)
-				fail("byte_len %u, expected 3000", wc.byte_len);
+				vc_fail("byte_len %u, expected 3000", wc.byte_len);
 			if (memcmp(r.p, l.p, 3000))
-				fail("received bytes differ");
+				vc_fail("received bytes differ");
 			if (diff_byte(r.p + 3000, 4096 - 3000, 0) >= 0)
-				fail("bytes beyond byte_len written");
+				vc_fail("bytes beyond byte_len written");
 		}
 	}
 	expect_state(&A, IBV_QPS_RTS, "requester after");
@@ -860,12 +796,12 @@ static void c_recv_too_small(void)
 		/* IB: the responder NAKs with Invalid Request. */
 		if (!expect_wc(&A, 1, IBV_WC_REM_INV_REQ_ERR, -1, 10, &wc,
 			       "requester of a too long send"))
-			note("requester %s", ibv_wc_status_str(wc.status));
+			vc_note("requester %s", ibv_wc_status_str(wc.status));
 		expect_wc(&A, 2, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL, "send queued behind");
 		expect_flushed_after(&A, &l);
 	}
 	if (!expect_wc(&B, 70, IBV_WC_LOC_LEN_ERR, -1, 10, &wc, "receiver"))
-		note("receiver %s", ibv_wc_status_str(wc.status));
+		vc_note("receiver %s", ibv_wc_status_str(wc.status));
 	expect_wc(&B, 71, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL, "second receive");
 	expect_state(&B, IBV_QPS_ERR, "receiver after LOC_LEN_ERR");
 	check_guards(&r, 64, "receive buffer");
@@ -891,13 +827,13 @@ static void retry_bounds(const struct conn_opts *o, double *lo, double *hi)
 static int wait_port(struct side *s, enum ibv_port_state want, double timeout_s)
 {
 	struct ibv_port_attr pa;
-	double end = now_s() + timeout_s;
+	double end = vp_now() + timeout_s;
 
 	do {
 		if (!ibv_query_port(s->ctx, 1, &pa) && pa.state == want)
 			return 0;
-		nap_us(50000);
-	} while (now_s() < end);
+		vp_sleep_us(50000);
+	} while (vp_now() < end);
 	return -1;
 }
 
@@ -925,22 +861,22 @@ static void peer_case(int link_down)
 			  "write before the peer went away");
 	if (link_down) {
 		if (system(link_down_cmd) != 0)
-			fail("'%s' failed", link_down_cmd);
+			vc_fail("'%s' failed", link_down_cmd);
 	} else {
 		if (ibv_destroy_qp(B.qp))
-			fail("destroy peer QP: %s", strerror(errno));
+			vc_fail("destroy peer QP: %s", strerror(errno));
 		B.qp = NULL;
 	}
-	t0 = now_s();
+	t0 = vp_now();
 	if (!post(&A, IBV_WR_RDMA_WRITE, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 2, 0) &&
 	    !post(&A, IBV_WR_RDMA_WRITE, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 3, 0)) {
 		if (!expect_wc(&A, 2, IBV_WC_RETRY_EXC_ERR, -1, hi + 5, &wc,
 			       "write to a vanished peer")) {
-			dt = now_s() - t0;
-			note("%s after %.2f s (bounds %.2f..%.2f s)",
+			dt = vp_now() - t0;
+			vc_note("%s after %.2f s (bounds %.2f..%.2f s)",
 			     ibv_wc_status_str(wc.status), dt, lo, hi);
 			if (dt < lo || dt > hi)
-				fail("RETRY_EXC_ERR after %.2f s, outside %.2f..%.2f s "
+				vc_fail("RETRY_EXC_ERR after %.2f s, outside %.2f..%.2f s "
 				     "(timeout %u, retry_cnt %u)", dt, lo, hi,
 				     o.timeout, o.retry_cnt);
 		}
@@ -949,9 +885,9 @@ static void peer_case(int link_down)
 	}
 	if (link_down) {
 		if (system(link_up_cmd) != 0)
-			fail("'%s' failed", link_up_cmd);
+			vc_fail("'%s' failed", link_up_cmd);
 		if (wait_port(&A, IBV_PORT_ACTIVE, 20) || wait_port(&B, IBV_PORT_ACTIVE, 20))
-			fail("ports not ACTIVE again 20 s after link up");
+			vc_fail("ports not ACTIVE again 20 s after link up");
 	}
 	buf_free(&t);
 	buf_free(&l);
@@ -963,7 +899,7 @@ static void c_peer_destroyed(void) { peer_case(0); }
 static void c_peer_link_down(void)
 {
 	if (!strcmp(dev_a, dev_b)) {
-		note("skipped: loopback has no link to take down");
+		vc_note("skipped: loopback has no link to take down");
 		return;
 	}
 	peer_case(1);
@@ -981,11 +917,11 @@ static int get_event(struct side *s, double timeout_s)
 	if (poll(&pfd, 1, (int)(timeout_s * 1000)) != 1)
 		return 0;
 	if (ibv_get_cq_event(s->ch, &cq, &ctx)) {
-		fail("ibv_get_cq_event: %s", strerror(errno));
+		vc_fail("ibv_get_cq_event: %s", strerror(errno));
 		return 0;
 	}
 	if (cq != s->cq)
-		fail("event for another CQ");
+		vc_fail("event for another CQ");
 	ibv_ack_cq_events(cq, 1);
 	return 1;
 }
@@ -1009,14 +945,14 @@ static void c_events(void)
 
 	/* Armed (any completion): one event for the send completion. */
 	if (ibv_req_notify_cq(A.cq, 0))
-		fail("ibv_req_notify_cq(A, 0)");
+		vc_fail("ibv_req_notify_cq(A, 0)");
 	if (ibv_req_notify_cq(B.cq, 0))
-		fail("ibv_req_notify_cq(B, 0)");
+		vc_fail("ibv_req_notify_cq(B, 0)");
 	post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 1, 0);
 	if (!get_event(&A, 10))
-		fail("no event on the armed send CQ");
+		vc_fail("no event on the armed send CQ");
 	if (!get_event(&B, 10))
-		fail("no event on the armed receive CQ");
+		vc_fail("no event on the armed receive CQ");
 	expect_wc(&A, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 5, NULL, "send 1");
 	expect_wc(&B, 100, IBV_WC_SUCCESS, IBV_WC_RECV, 5, NULL, "recv 1");
 
@@ -1025,27 +961,27 @@ static void c_events(void)
 	expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "send 2");
 	expect_wc(&B, 101, IBV_WC_SUCCESS, IBV_WC_RECV, 10, NULL, "recv 2");
 	if (get_event(&A, 0.2) || get_event(&B, 0.2))
-		fail("event on a CQ that was not re-armed");
+		vc_fail("event on a CQ that was not re-armed");
 
 	/* Solicited only: an unsolicited send raises none ... */
 	if (ibv_req_notify_cq(B.cq, 1))
-		fail("ibv_req_notify_cq(B, solicited)");
+		vc_fail("ibv_req_notify_cq(B, solicited)");
 	post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 3, 0);
 	expect_wc(&A, 3, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "send 3");
 	if (!expect_wc(&B, 102, IBV_WC_SUCCESS, IBV_WC_RECV, 10, &wc, "recv 3 (unsolicited)")
 	    && (wc.wc_flags & IBV_WC_WITH_IMM))
-		fail("recv 3 has WITH_IMM");
+		vc_fail("recv 3 has WITH_IMM");
 	if (get_event(&B, 0.3))
-		fail("event for an unsolicited receive with solicited-only armed");
+		vc_fail("event for an unsolicited receive with solicited-only armed");
 	/* ... a solicited one does (and a solicited WRITE_WITH_IMM too, below). */
 	post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 4, IBV_SEND_SOLICITED);
 	if (!get_event(&B, 10))
-		fail("no event for a solicited receive");
+		vc_fail("no event for a solicited receive");
 	expect_wc(&A, 4, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "send 4");
 	expect_wc(&B, 103, IBV_WC_SUCCESS, IBV_WC_RECV, 10, NULL, "recv 4 (solicited)");
 
 	if (ibv_req_notify_cq(B.cq, 1))
-		fail("ibv_req_notify_cq(B, solicited)");
+		vc_fail("ibv_req_notify_cq(B, solicited)");
 	{
 		struct ibv_send_wr wr = {
 			.wr_id = 5, .sg_list = &sg, .num_sge = 1,
@@ -1056,16 +992,16 @@ static void c_events(void)
 		post_wr(&A, &wr);
 	}
 	if (!get_event(&B, 10))
-		fail("no event for a solicited SEND_WITH_IMM");
+		vc_fail("no event for a solicited SEND_WITH_IMM");
 	expect_wc(&A, 5, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "send 5");
 	expect_wc(&B, 104, IBV_WC_SUCCESS, IBV_WC_RECV, 10, NULL, "recv 5");
 
 	/* Solicited-only armed: an error completion raises an event (verbs). */
 	if (ibv_req_notify_cq(A.cq, 1))
-		fail("ibv_req_notify_cq(A, solicited)");
+		vc_fail("ibv_req_notify_cq(A, solicited)");
 	post(&A, IBV_WR_RDMA_WRITE, &sg, 1, 0x1000, 0xdead00, 6, 0);
 	if (!get_event(&A, 10))
-		fail("no event for an error completion with solicited-only armed");
+		vc_fail("no event for an error completion with solicited-only armed");
 	expect_wc(&A, 6, IBV_WC_REM_ACCESS_ERR, -1, 10, NULL, "bad write");
 	buf_free(&l);
 	buf_free(&r);
@@ -1111,20 +1047,20 @@ static void c_write_imm(void)
 			      20, &wc, "write_with_imm receive"))
 			continue;
 		if (!(wc.wc_flags & IBV_WC_WITH_IMM))
-			fail("size %u: IBV_WC_WITH_IMM not set", n);
+			vc_fail("size %u: IBV_WC_WITH_IMM not set", n);
 		if (ntohl(wc.imm_data) != imm)
-			fail("size %u: imm %#x, expected %#x", n, ntohl(wc.imm_data), imm);
+			vc_fail("size %u: imm %#x, expected %#x", n, ntohl(wc.imm_data), imm);
 		if (wc.byte_len != n)
-			fail("size %u: byte_len %u", n, wc.byte_len);
+			vc_fail("size %u: byte_len %u", n, wc.byte_len);
 		if (diff_byte(r.p, 16, 0xcc) >= 0)
-			fail("size %u: the receive buffer was written", n);
+			vc_fail("size %u: the receive buffer was written", n);
 		if (memcmp(t.p + 32, l.p, n))
-			fail("size %u: target bytes differ", n);
+			vc_fail("size %u: target bytes differ", n);
 		if (diff_byte(t.p, 32, 0) >= 0 ||
 		    diff_byte(t.p + 32 + n, t.len - 32 - n, 0) >= 0)
-			fail("size %u: bytes outside the write changed", n);
+			vc_fail("size %u: bytes outside the write changed", n);
 	}
-	note("%zu sizes", sizeof(sizes) / sizeof(sizes[0]));
+	vc_note("%zu sizes", sizeof(sizes) / sizeof(sizes[0]));
 	buf_free(&t);
 	buf_free(&l);
 	buf_free(&r);
@@ -1164,17 +1100,17 @@ static void c_send_imm(void)
 			      "send_with_imm receive"))
 			continue;
 		if (!(wc.wc_flags & IBV_WC_WITH_IMM))
-			fail("size %u: IBV_WC_WITH_IMM not set", n);
+			vc_fail("size %u: IBV_WC_WITH_IMM not set", n);
 		if (ntohl(wc.imm_data) != imm)
-			fail("size %u: imm %#x, expected %#x", n, ntohl(wc.imm_data), imm);
+			vc_fail("size %u: imm %#x, expected %#x", n, ntohl(wc.imm_data), imm);
 		if (wc.byte_len != n)
-			fail("size %u: byte_len %u", n, wc.byte_len);
+			vc_fail("size %u: byte_len %u", n, wc.byte_len);
 		if (wc.src_qp != A.qp->qp_num)
-			fail("size %u: src_qp %u, expected %u", n, wc.src_qp, A.qp->qp_num);
+			vc_fail("size %u: src_qp %u, expected %u", n, wc.src_qp, A.qp->qp_num);
 		if (memcmp(r.p, l.p, n))
-			fail("size %u: received bytes differ", n);
+			vc_fail("size %u: received bytes differ", n);
 		if (diff_byte(r.p + n, r.len - n, 0) >= 0)
-			fail("size %u: bytes beyond byte_len written", n);
+			vc_fail("size %u: bytes beyond byte_len written", n);
 	}
 	/* A plain SEND has no immediate. */
 	sg = sge_of(&l, 0, 10);
@@ -1184,7 +1120,7 @@ static void c_send_imm(void)
 	expect_wc(&A, 99, IBV_WC_SUCCESS, IBV_WC_SEND, 20, NULL, "plain send");
 	if (!expect_wc(&B, 399, IBV_WC_SUCCESS, IBV_WC_RECV, 20, &wc, "plain receive") &&
 	    (wc.wc_flags & IBV_WC_WITH_IMM))
-		fail("plain SEND: IBV_WC_WITH_IMM set");
+		vc_fail("plain SEND: IBV_WC_WITH_IMM set");
 	buf_free(&l);
 	buf_free(&r);
 	pair_down();
@@ -1235,7 +1171,7 @@ static void c_multi_sge(void)
 		uint32_t k = 0, left = total;
 
 		if (wc.byte_len != total)
-			fail("byte_len %u, expected %u", wc.byte_len, total);
+			vc_fail("byte_len %u, expected %u", wc.byte_len, total);
 		for (i = 0; i < 4 && left; i++) {
 			uint32_t n = rlen[i] < left ? rlen[i] : left;
 
@@ -1244,14 +1180,14 @@ static void c_multi_sge(void)
 			left -= n;
 		}
 		if (memcmp(got, want, total))
-			fail("scattered bytes differ from the gathered ones");
+			vc_fail("scattered bytes differ from the gathered ones");
 		/* Untouched: the gaps, and SGE 3 beyond what the message filled. */
 		off = total - 7 - 1500 - 2000;	/* bytes that went into SGE 3 */
 		if (diff_byte(r.p + 1500, 100, 0) >= 0 ||
 		    diff_byte(r.p + 3600, 400, 0) >= 0 ||
 		    diff_byte(r.p + 4000 + off, 8000 - 4000 - off, 0) >= 0 ||
 		    diff_byte(r.p + 8007, 8192 - 8007, 0) >= 0)
-			fail("receive bytes outside the scatter list changed");
+			vc_fail("receive bytes outside the scatter list changed");
 	}
 	/* The same gather list as an RDMA WRITE, then READ back into 2 SGEs. */
 	memset(t.p, 0, 8192);
@@ -1259,7 +1195,7 @@ static void c_multi_sge(void)
 	expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 20, NULL, "3-SGE write");
 	if (memcmp(t.p + 3, want, total) || diff_byte(t.p, 3, 0) >= 0 ||
 	    diff_byte(t.p + 3 + total, 8192 - 3 - total, 0) >= 0)
-		fail("3-SGE write: target bytes differ");
+		vc_fail("3-SGE write: target bytes differ");
 	memset(rd.p, 0, 8192);
 	{
 		struct ibv_sge rs[2] = { sge_of(&rd, 4096, 2000), sge_of(&rd, 0, total - 2000) };
@@ -1268,13 +1204,13 @@ static void c_multi_sge(void)
 		if (!expect_wc(&A, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 20, &wc,
 			       "2-SGE read")) {
 			if (wc.byte_len != total)
-				fail("read byte_len %u, expected %u", wc.byte_len, total);
+				vc_fail("read byte_len %u, expected %u", wc.byte_len, total);
 			if (memcmp(rd.p + 4096, want, 2000) ||
 			    memcmp(rd.p, want + 2000, total - 2000))
-				fail("2-SGE read: bytes differ");
+				vc_fail("2-SGE read: bytes differ");
 			if (diff_byte(rd.p + total - 2000, 4096 - (total - 2000), 0) >= 0 ||
 			    diff_byte(rd.p + 6096, 8192 - 6096, 0) >= 0)
-				fail("2-SGE read: bytes outside the scatter list changed");
+				vc_fail("2-SGE read: bytes outside the scatter list changed");
 		}
 	}
 	buf_free(&l1);
@@ -1324,9 +1260,9 @@ static void c_inline(void)
 		if (!expect_wc(&B, 500 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 20, &wc,
 			       "inline receive")) {
 			if (wc.byte_len != n)
-				fail("inline send %u: byte_len %u", n, wc.byte_len);
+				vc_fail("inline send %u: byte_len %u", n, wc.byte_len);
 			if (memcmp(r.p, want, n) || diff_byte(r.p + n, 512 - n, 0) >= 0)
-				fail("inline send %u: received bytes differ", n);
+				vc_fail("inline send %u: received bytes differ", n);
 		}
 		/* The same as an inline RDMA WRITE. */
 		fill(src.p, 512, (uint8_t)(0x60 + i));
@@ -1345,7 +1281,7 @@ static void c_inline(void)
 			  "inline write");
 		if (memcmp(t.p + 1, want, n) || t.p[0] ||
 		    diff_byte(t.p + 1 + n, 511 - n, 0) >= 0)
-			fail("inline write %u: target bytes differ", n);
+			vc_fail("inline write %u: target bytes differ", n);
 	}
 	buf_free(&src);
 	buf_free(&r);
@@ -1376,8 +1312,8 @@ static void c_integrity(void)
 	ar = buf_new(&A, 64, 0, IBV_ACCESS_LOCAL_WRITE);
 	tgt = (uint64_t *)at.p;
 	*tgt = 1000;
-	for (it = 0; it < iterations && !case_fails; it++) {
-		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !case_fails; i++) {
+	for (it = 0; it < iterations && !vc_fails(); it++) {
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !vc_fails(); i++) {
 			uint32_t n = sizes[i];
 			uint8_t tag = (uint8_t)(it * 16 + i);
 
@@ -1389,14 +1325,14 @@ static void c_integrity(void)
 			expect_wc(&A, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 60, NULL, "write");
 			if (diff_fill(t.p + 5, n, tag) >= 0 || diff_byte(t.p, 5, 0) >= 0 ||
 			    diff_byte(t.p + 5 + n, max - 5 - n, 0) >= 0)
-				fail("write %u (iteration %d): bytes differ", n, it);
+				vc_fail("write %u (iteration %d): bytes differ", n, it);
 			/* READ it back */
 			memset(l.p, 0, max);
 			post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p + 5, t.mr->rkey, 2, 0);
 			if (!expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 60, &wc, "read") &&
 			    (wc.byte_len != n || diff_fill(l.p, n, tag) >= 0 ||
 			     diff_byte(l.p + n, max - n, 0) >= 0))
-				fail("read %u (iteration %d): byte_len %u, bytes %s", n,
+				vc_fail("read %u (iteration %d): byte_len %u, bytes %s", n,
 				     it, wc.byte_len,
 				     diff_fill(l.p, n, tag) >= 0 ? "differ" : "ok");
 			/* SEND */
@@ -1409,7 +1345,7 @@ static void c_integrity(void)
 			if (!expect_wc(&B, 3, IBV_WC_SUCCESS, IBV_WC_RECV, 60, &wc, "receive") &&
 			    (wc.byte_len != n || diff_fill(r.p, n, (uint8_t)~tag) >= 0 ||
 			     diff_byte(r.p + n, max - n, 0) >= 0))
-				fail("send %u (iteration %d): byte_len %u, bytes differ",
+				vc_fail("send %u (iteration %d): byte_len %u, bytes differ",
 				     n, it, wc.byte_len);
 			/* FETCH_ADD then CMP_SWAP on one counter */
 			sg = sge_of(&ar, 0, 8);
@@ -1427,7 +1363,7 @@ static void c_integrity(void)
 				post_wr(&A, &wr);
 				expect_wc(&A, 5, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 60, NULL, "fetch_add");
 				if (*(uint64_t *)ar.p != before || *tgt != before + n)
-					fail("fetch_add: orig %lu target %lu, expected %lu %lu",
+					vc_fail("fetch_add: orig %lu target %lu, expected %lu %lu",
 					     (unsigned long)*(uint64_t *)ar.p,
 					     (unsigned long)*tgt, (unsigned long)before,
 					     (unsigned long)(before + n));
@@ -1439,7 +1375,7 @@ static void c_integrity(void)
 				post_wr(&A, &wr);
 				expect_wc(&A, 6, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 60, NULL, "cmp_swap");
 				if (*(uint64_t *)ar.p != before + n || *tgt != before + n + 1)
-					fail("cmp_swap: orig %lu target %lu",
+					vc_fail("cmp_swap: orig %lu target %lu",
 					     (unsigned long)*(uint64_t *)ar.p,
 					     (unsigned long)*tgt);
 				expect_sum += 1;
@@ -1449,7 +1385,7 @@ static void c_integrity(void)
 		}
 	}
 	if (*tgt != 1000 + expect_sum)
-		fail("atomic counter %lu, expected %lu", (unsigned long)*tgt,
+		vc_fail("atomic counter %lu, expected %lu", (unsigned long)*tgt,
 		     (unsigned long)(1000 + expect_sum));
 	/* A burst: 32 writes posted at once, all must land in order. */
 	{
@@ -1477,13 +1413,13 @@ static void c_integrity(void)
 					expect_wc(&A, 1000 + (uint64_t)k, IBV_WC_SUCCESS,
 						  IBV_WC_RDMA_WRITE, 60, NULL, "burst write");
 			if (diff_fill(t.p, 32 * 4096, 0xa5) >= 0)
-				fail("burst of 32 writes: bytes differ");
+				vc_fail("burst of 32 writes: bytes differ");
 			ops += 32;
 		}
 	}
 	expect_state(&A, IBV_QPS_RTS, "requester after the loop");
 	expect_state(&B, IBV_QPS_RTS, "responder after the loop");
-	note("%d iterations, %d operations", iterations, ops);
+	vc_note("%d iterations, %d operations", iterations, ops);
 	(void)counter;
 	buf_free(&l);
 	buf_free(&t);
@@ -1515,8 +1451,8 @@ static void c_rtr_responder(void)
 	fill(t.p, 65536, 0x3c);
 	*(uint64_t *)t.p = 0;
 	fill(t.p + 8, 65536 - 8, 0x3c);
-	for (it = 0; it < iterations * 4 && !case_fails; it++) {
-		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !case_fails; i++) {
+	for (it = 0; it < iterations * 4 && !vc_fails(); it++) {
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !vc_fails(); i++) {
 			uint32_t n = sizes[i];
 
 			/* 4 reads in flight, like perftest's outstanding reads */
@@ -1531,7 +1467,7 @@ static void c_rtr_responder(void)
 					       IBV_WC_RDMA_READ, 60, &wc, "read from an RTR responder") &&
 				    (wc.byte_len != n - 8 ||
 				     memcmp(l.p + (size_t)k * 65536, t.p + 8, n - 8)))
-					fail("read %u: byte_len %u or bytes differ", n - 8,
+					vc_fail("read %u: byte_len %u or bytes differ", n - 8,
 					     wc.byte_len);
 			/* and an atomic: its response is a one-frame message */
 			sg = sge_of(&ar, 0, 8);
@@ -1550,18 +1486,18 @@ static void c_rtr_responder(void)
 				if (!expect_wc(&A, 20, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 60,
 					       NULL, "fetch_add at an RTR responder") &&
 				    (*(uint64_t *)ar.p != before || *(uint64_t *)t.p != before + 1))
-					fail("fetch_add: orig %lu target %lu, expected %lu",
+					vc_fail("fetch_add: orig %lu target %lu, expected %lu",
 					     (unsigned long)*(uint64_t *)ar.p,
 					     (unsigned long)*(uint64_t *)t.p,
 					     (unsigned long)before);
 			}
 			ops += 5;
-			if (case_fails)
+			if (vc_fails())
 				break;
 		}
 	}
 	expect_state(&B, IBV_QPS_RTR, "responder");
-	note("%d reads and atomics", ops);
+	vc_note("%d reads and atomics", ops);
 	buf_free(&l);
 	buf_free(&t);
 	buf_free(&ar);
@@ -1593,7 +1529,7 @@ static int hold(int n)
 	int i, k;
 
 	if (!pa || !pb || !ba || !bb)
-		die("calloc");
+		vp_die_errno("calloc");
 	for (i = 0; i < n; i++) {
 		pa[i] = A;
 		pb[i] = B;
@@ -1603,7 +1539,7 @@ static int hold(int n)
 		pb[i].psn = (uint32_t)i * 1000 + 7;
 		if (to_rtr(&pa[i], &pb[i], &default_opts, 0) ||
 		    to_rtr(&pb[i], &pa[i], &default_opts, 0))
-			die("connect");
+			vp_die_errno("connect");
 		ba[i] = buf_new(&pa[i], 65536, 0, default_opts.access);
 		bb[i] = buf_new(&pb[i], 65536, 0, default_opts.access);
 	}
@@ -1629,7 +1565,7 @@ static int hold(int n)
 				if (wc[k].status == IBV_WC_SUCCESS)
 					hold_write(&pa[i], &ba[i], &bb[i]);
 		}
-		nap_us(1000);
+		vp_sleep_us(1000);
 	}
 	return 0;
 }
@@ -1675,19 +1611,11 @@ static const struct tcase cases[] = {
 
 static int run_case(const struct tcase *c)
 {
-	double t0 = now_s();
+	double t0 = vp_now();
 
-	case_msg[0] = 0;
-	case_note[0] = 0;
-	case_fails = 0;
+	vc_start();
 	c->fn();
-	if (case_fails)
-		printf("FAIL %s [%s-%s]: %s\n", c->name, dev_a, dev_b, case_msg);
-	else
-		printf("PASS %s [%s-%s]: %s%s%s (%.2f s)\n", c->name, dev_a, dev_b,
-		       c->what, case_note[0] ? "; " : "", case_note, now_s() - t0);
-	fflush(stdout);
-	return case_fails ? 1 : 0;
+	return vc_end(c->name, dev_a, dev_b, c->what, t0);
 }
 
 static void usage(void)

@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmprog.h"
+
 #define CQ_DEPTH	512
 #define SQ_DEPTH	64
 #define RQ_DEPTH	256	/* uc_loss posts 132 receives at once */
@@ -65,73 +67,19 @@ static int legacy_poll;		/* -P: ibv_poll_cq instead of ibv_start_poll */
 
 /* ---- result of the current case ----------------------------------------- */
 
-static char case_msg[4096];
-static int case_fails;
-static char case_note[1024];
-
-static void fail(const char *fmt, ...)
-{
-	size_t n = strlen(case_msg);
-	va_list ap;
-
-	case_fails++;
-	if (n + 4 >= sizeof(case_msg))
-		return;
-	if (n)
-		n += (size_t)snprintf(case_msg + n, sizeof(case_msg) - n, "; ");
-	va_start(ap, fmt);
-	vsnprintf(case_msg + n, sizeof(case_msg) - n, fmt, ap);
-	va_end(ap);
-}
-
-static void note(const char *fmt, ...)
-{
-	size_t n = strlen(case_note);
-	va_list ap;
-
-	if (n + 4 >= sizeof(case_note))
-		return;
-	if (n)
-		n += (size_t)snprintf(case_note + n, sizeof(case_note) - n, ", ");
-	va_start(ap, fmt);
-	vsnprintf(case_note + n, sizeof(case_note) - n, fmt, ap);
-	va_end(ap);
-}
-
 /* An exact value: a failure names what, the expected and the actual. */
 #define EXPECT_EQ(what, want, got)					\
 	do {								\
 		unsigned long long w_ = (unsigned long long)(want);	\
 		unsigned long long g_ = (unsigned long long)(got);	\
 		if (w_ != g_)						\
-			fail("%s: expected %#llx, got %#llx", (what), w_, g_); \
+			vc_fail("%s: expected %#llx, got %#llx", (what), w_, g_); \
 	} while (0)
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void nap_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	nanosleep(&ts, NULL);
-}
 
 /* The reference device: a few cases skip what would crash its 6.1 kernel. */
 static int on_rxe(void)
 {
 	return !strncmp(dev_b, "rxe", 3);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
-	exit(2);
 }
 
 /* ---- completions, read through the extended CQ ---------------------------- */
@@ -184,26 +132,14 @@ static struct side A, B;
 
 static void open_side(struct side *s, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list");
 	memset(s, 0, sizeof(*s));
 	s->name = name;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			s->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!s->ctx) {
-		fprintf(stderr, "setup: cannot open %s\n", name);
-		exit(2);
-	}
+	s->ctx = vp_open(name);
 	s->pd = ibv_alloc_pd(s->ctx);
 	if (!s->pd)
-		die("ibv_alloc_pd");
+		vp_die_errno("ibv_alloc_pd");
 	if (ibv_query_gid(s->ctx, 1, 0, &s->gid))
-		die("ibv_query_gid");
+		vp_die_errno("ibv_query_gid");
 }
 
 static void close_side(struct side *s)
@@ -231,14 +167,14 @@ static void make_qp(struct side *s, enum ibv_qp_type type)
 
 	s->cqx = ibv_create_cq_ex(s->ctx, &ca);
 	if (!s->cqx)
-		die("ibv_create_cq_ex");
+		vp_die_errno("ibv_create_cq_ex");
 	ia.send_cq = ia.recv_cq = ibv_cq_ex_to_cq(s->cqx);
 	s->qp = ibv_create_qp_ex(s->ctx, &ia);
 	if (!s->qp)
-		die("ibv_create_qp_ex");
+		vp_die_errno("ibv_create_qp_ex");
 	s->qpx = ibv_qp_to_qp_ex(s->qp);
 	if (!s->qpx)
-		die("ibv_qp_to_qp_ex");
+		vp_die_errno("ibv_qp_to_qp_ex");
 	s->type = type;
 	s->cap = ia.cap;
 	s->qh = s->qt = 0;
@@ -247,11 +183,11 @@ static void make_qp(struct side *s, enum ibv_qp_type type)
 static void free_qp(struct side *s)
 {
 	if (s->qp && ibv_destroy_qp(s->qp))
-		die("ibv_destroy_qp");
+		vp_die_errno("ibv_destroy_qp");
 	s->qp = NULL;
 	s->qpx = NULL;
 	if (s->cqx && ibv_destroy_cq(ibv_cq_ex_to_cq(s->cqx)))
-		die("ibv_destroy_cq");
+		vp_die_errno("ibv_destroy_cq");
 	s->cqx = NULL;
 }
 
@@ -321,7 +257,7 @@ static void pair_make(struct side *a, struct side *b, enum ibv_qp_type type)
 	b->psn = 0xffffe0 - (rand_r(&seed) & 0xff);
 	if (to_init(a) || to_init(b) || to_rtr(a, b) || to_rtr(b, a) ||
 	    to_rts(a) || to_rts(b))
-		die("connect (ibv_modify_qp)");
+		vp_die_errno("connect (ibv_modify_qp)");
 }
 
 static void pair_free(struct side *a, struct side *b)
@@ -361,11 +297,11 @@ static void expect_state(struct side *s, enum ibv_qp_state want, const char *wha
 	struct ibv_qp_init_attr ia;
 
 	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia)) {
-		fail("%s: ibv_query_qp: %s", what, strerror(errno));
+		vc_fail("%s: ibv_query_qp: %s", what, strerror(errno));
 		return;
 	}
 	if (a.qp_state != want)
-		fail("%s: %s QP state %s, expected %s", what, s->name,
+		vc_fail("%s: %s QP state %s, expected %s", what, s->name,
 		     qps_str(a.qp_state), qps_str(want));
 }
 
@@ -425,12 +361,12 @@ static int cq_take(struct side *s)
 	if (ret == ENOENT)
 		return 0;
 	if (ret) {
-		fail("ibv_start_poll on %s: %s", s->name, strerror(ret));
+		vc_fail("ibv_start_poll on %s: %s", s->name, strerror(ret));
 		return -1;
 	}
 	do {
 		if (s->qt - s->qh >= CQ_DEPTH) {
-			fail("more than %d completions waiting on %s", CQ_DEPTH,
+			vc_fail("more than %d completions waiting on %s", CQ_DEPTH,
 			     s->name);
 			break;
 		}
@@ -440,7 +376,7 @@ static int cq_take(struct side *s)
 	} while (!ret);
 	ibv_end_poll(s->cqx);
 	if (ret && ret != ENOENT) {
-		fail("ibv_next_poll on %s: %s", s->name, strerror(ret));
+		vc_fail("ibv_next_poll on %s: %s", s->name, strerror(ret));
 		return -1;
 	}
 	return n;
@@ -449,7 +385,7 @@ static int cq_take(struct side *s)
 /* The next completion of s within timeout_s: 1, or 0 if none came. */
 static int get_wc(struct side *s, struct wcx *w, double timeout_s)
 {
-	double end = now_s() + timeout_s;
+	double end = vp_now() + timeout_s;
 
 	for (;;) {
 		if (s->qh != s->qt) {
@@ -460,9 +396,9 @@ static int get_wc(struct side *s, struct wcx *w, double timeout_s)
 			return 0;
 		if (s->qh != s->qt)
 			continue;
-		if (now_s() > end)
+		if (vp_now() > end)
 			return 0;
-		nap_us(200);
+		vp_sleep_us(200);
 	}
 }
 
@@ -471,7 +407,7 @@ static void expect_no_wc(struct side *s, double wait_s, const char *what)
 	struct wcx w;
 
 	if (get_wc(s, &w, wait_s))
-		fail("%s: unexpected completion on %s (wr_id %lu, %s, opcode %d)",
+		vc_fail("%s: unexpected completion on %s (wr_id %lu, %s, opcode %d)",
 		     what, s->name, (unsigned long)w.wr_id,
 		     ibv_wc_status_str(w.status), w.opcode);
 }
@@ -490,17 +426,17 @@ static void check_send_fields(const struct side *s, const struct wcx *w,
 
 	snprintf(buf, sizeof(buf), "%s: wr_id %lu", what, (unsigned long)w->wr_id);
 	if (w->wc_flags)
-		fail("%s wc_flags %#x, expected 0", buf, w->wc_flags);
+		vc_fail("%s wc_flags %#x, expected 0", buf, w->wc_flags);
 	if (w->src_qp || w->slid || w->sl || w->dlid_path_bits || w->vendor_err)
-		fail("%s src_qp %u slid %u sl %u dlid_path_bits %u vendor_err %u, expected 0",
+		vc_fail("%s src_qp %u slid %u sl %u dlid_path_bits %u vendor_err %u, expected 0",
 		     buf, w->src_qp, w->slid, w->sl, w->dlid_path_bits, w->vendor_err);
 	if ((w->opcode == IBV_WC_COMP_SWAP || w->opcode == IBV_WC_FETCH_ADD) &&
 	    w->byte_len != 8)
-		fail("%s atomic byte_len %u, expected 8", buf, w->byte_len);
+		vc_fail("%s atomic byte_len %u, expected 8", buf, w->byte_len);
 	if ((w->opcode == IBV_WC_SEND || w->opcode == IBV_WC_RDMA_WRITE ||
 	     w->opcode == IBV_WC_BIND_MW || w->opcode == IBV_WC_LOCAL_INV) &&
 	    w->byte_len != 0)
-		fail("%s opcode %d byte_len %u, expected 0", buf, w->opcode,
+		vc_fail("%s opcode %d byte_len %u, expected 0", buf, w->opcode,
 		     w->byte_len);
 	(void)s;
 }
@@ -516,7 +452,7 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	struct wcx w;
 
 	if (!get_wc(s, &w, timeout_s)) {
-		fail("%s: expected %s (wr_id %lu) on %s, got no completion in %.1f s",
+		vc_fail("%s: expected %s (wr_id %lu) on %s, got no completion in %.1f s",
 		     what, ibv_wc_status_str(status), (unsigned long)wr_id,
 		     s->name, timeout_s);
 		return -1;
@@ -524,18 +460,18 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	if (out)
 		*out = w;
 	if (w.wr_id != wr_id || w.status != status) {
-		fail("%s: expected wr_id %lu %s on %s, got wr_id %lu %s (%d)",
+		vc_fail("%s: expected wr_id %lu %s on %s, got wr_id %lu %s (%d)",
 		     what, (unsigned long)wr_id, ibv_wc_status_str(status), s->name,
 		     (unsigned long)w.wr_id, ibv_wc_status_str(w.status), w.status);
 		return -1;
 	}
 	if (op >= 0 && w.opcode != (enum ibv_wc_opcode)op) {
-		fail("%s: wr_id %lu opcode %d, expected %d", what,
+		vc_fail("%s: wr_id %lu opcode %d, expected %d", what,
 		     (unsigned long)wr_id, w.opcode, op);
 		return -1;
 	}
 	if (w.qp_num != s->qp->qp_num) {
-		fail("%s: qp_num %u, expected %u", what, w.qp_num, s->qp->qp_num);
+		vc_fail("%s: qp_num %u, expected %u", what, w.qp_num, s->qp->qp_num);
 		return -1;
 	}
 	if (status == IBV_WC_SUCCESS && !is_recv_op(w.opcode))
@@ -557,21 +493,21 @@ static int expect_recv(struct side *s, uint64_t wr_id, enum ibv_wc_opcode op,
 	if (expect_wc(s, wr_id, IBV_WC_SUCCESS, op, timeout_s, &w, what))
 		return -1;
 	if (w.byte_len != byte_len)
-		fail("%s: byte_len %u, expected %u", what, w.byte_len, byte_len);
+		vc_fail("%s: byte_len %u, expected %u", what, w.byte_len, byte_len);
 	if (w.wc_flags != flags)
-		fail("%s: wc_flags %#x, expected %#x", what, w.wc_flags, flags);
+		vc_fail("%s: wc_flags %#x, expected %#x", what, w.wc_flags, flags);
 	if ((flags & IBV_WC_WITH_IMM) && w.imm_raw != imm_or_inv)
-		fail("%s: imm_data %#x, expected %#x", what, w.imm_raw, imm_or_inv);
+		vc_fail("%s: imm_data %#x, expected %#x", what, w.imm_raw, imm_or_inv);
 	if ((flags & IBV_WC_WITH_INV) && w.inv_rkey != imm_or_inv)
-		fail("%s: invalidated_rkey %#x, expected %#x", what, w.inv_rkey,
+		vc_fail("%s: invalidated_rkey %#x, expected %#x", what, w.inv_rkey,
 		     imm_or_inv);
 	if (w.src_qp != s->peer_qpn)
-		fail("%s: src_qp %u, expected the peer %u", what, w.src_qp,
+		vc_fail("%s: src_qp %u, expected the peer %u", what, w.src_qp,
 		     s->peer_qpn);
 	if (w.slid || w.sl || w.dlid_path_bits || w.vendor_err)
-		fail("%s: slid %u sl %u dlid_path_bits %u vendor_err %u, expected 0",
+		vc_fail("%s: slid %u sl %u dlid_path_bits %u vendor_err %u, expected 0",
 		     what, w.slid, w.sl, w.dlid_path_bits, w.vendor_err);
-	return case_fails ? -1 : 0;
+	return vc_fails() ? -1 : 0;
 }
 
 /* ---- memory ------------------------------------------------------------------ */
@@ -594,14 +530,14 @@ static struct buf buf_new(struct side *s, size_t len, size_t off, int access)
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
-		die("mmap");
+		vp_die_errno("mmap");
 	memset(m, GUARD, maplen);
 	b.p = m + PAGE + off;
 	b.len = len;
 	if (access >= 0) {
 		b.mr = ibv_reg_mr(s->pd, b.p, len, access);
 		if (!b.mr)
-			die("ibv_reg_mr");
+			vp_die_errno("ibv_reg_mr");
 	}
 	return b;
 }
@@ -613,7 +549,7 @@ static void buf_free(struct buf *b)
 	size_t maplen = (off + b->len + 2 * PAGE + PAGE - 1) & ~(size_t)(PAGE - 1);
 
 	if (b->mr && ibv_dereg_mr(b->mr))
-		fail("ibv_dereg_mr at the end: %s", strerror(errno));
+		vc_fail("ibv_dereg_mr at the end: %s", strerror(errno));
 	munmap(m, maplen);
 	b->p = NULL;
 }
@@ -648,10 +584,10 @@ static void check_guards(const struct buf *b, const char *what)
 	long j = diff_byte(b->p + b->len, PAGE, GUARD);
 
 	if (i >= 0)
-		fail("%s: guard byte at start-%ld changed to %#x", what,
+		vc_fail("%s: guard byte at start-%ld changed to %#x", what,
 		     (long)PAGE - i, b->p[i - PAGE]);
 	if (j >= 0)
-		fail("%s: guard byte at end+%ld changed to %#x", what, j,
+		vc_fail("%s: guard byte at end+%ld changed to %#x", what, j,
 		     b->p[b->len + j]);
 }
 
@@ -668,7 +604,7 @@ static struct target target_new(struct side *s, size_t len, size_t off,
 
 	t.model = malloc(len);
 	if (!t.model)
-		die("malloc");
+		vp_die_errno("malloc");
 	fill(t.b.p, len, tag);
 	memcpy(t.model, t.b.p, len);
 	return t;
@@ -692,7 +628,7 @@ static void target_check(const struct target *t, const char *what)
 
 	for (i = 0; i < t->b.len; i++)
 		if (t->b.p[i] != t->model[i]) {
-			fail("%s: target byte %zu is %#x, expected %#x", what, i,
+			vc_fail("%s: target byte %zu is %#x, expected %#x", what, i,
 			     t->b.p[i], t->model[i]);
 			break;
 		}
@@ -801,7 +737,7 @@ static int xpost_ok(struct side *s, const struct xop *ops, int n, const char *wh
 	int ret = xpost(s, ops, n);
 
 	if (ret)
-		fail("%s: ibv_wr_complete on %s: %s", what, s->name, strerror(ret));
+		vc_fail("%s: ibv_wr_complete on %s: %s", what, s->name, strerror(ret));
 	return ret;
 }
 
@@ -814,7 +750,7 @@ static int post_recv(struct side *s, const struct ibv_sge *sg, int nsge,
 	int ret = ibv_post_recv(s->qp, &wr, &bad);
 
 	if (ret)
-		fail("ibv_post_recv on %s: %s", s->name, strerror(ret));
+		vc_fail("ibv_post_recv on %s: %s", s->name, strerror(ret));
 	return ret;
 }
 
@@ -824,7 +760,7 @@ static int post_send_ok(struct side *s, struct ibv_send_wr *wr, const char *what
 	int ret = ibv_post_send(s->qp, wr, &bad);
 
 	if (ret)
-		fail("%s: ibv_post_send on %s: %s", what, s->name, strerror(ret));
+		vc_fail("%s: ibv_post_send on %s: %s", what, s->name, strerror(ret));
 	return ret;
 }
 
@@ -907,7 +843,7 @@ static void c_wr_ops(void)
 		    htonl(imm), 10, "rdma_write_imm at the responder");
 	target_check(&t, "rdma_write_imm");
 	if (diff_pat(r.p, r.len, 0, 0x99) >= 0)
-		fail("rdma_write_imm wrote into the receive buffer it consumed");
+		vc_fail("rdma_write_imm wrote into the receive buffer it consumed");
 
 	/* rdma_read + set_sge_list: scattered into two pieces */
 	memset(l.p + 8192, 0, 8192);
@@ -921,10 +857,10 @@ static void c_wr_ops(void)
 		EXPECT_EQ("rdma_read byte_len", 3000, w.byte_len);
 		if (memcmp(l.p + 8192, t.model + 100, 1500) ||
 		    memcmp(l.p + 12000, t.model + 1600, 1500))
-			fail("rdma_read: bytes differ from the target");
+			vc_fail("rdma_read: bytes differ from the target");
 		if (diff_byte(l.p + 8192 + 1500, 12000 - 8192 - 1500, 0) >= 0 ||
 		    diff_byte(l.p + 13500, 16384 - 13500, 0) >= 0)
-			fail("rdma_read wrote outside its SGEs");
+			vc_fail("rdma_read wrote outside its SGEs");
 	}
 
 	/* send + set_inline_data: the source is reused at once */
@@ -940,7 +876,7 @@ static void c_wr_ops(void)
 	}
 	if (!expect_recv(&B, 101, IBV_WC_RECV, 200, 0, 0, 10, "send inline received") &&
 	    (memcmp(r.p, keep, 200) || diff_pat(r.p + 200, r.len - 200, 200, 0x99) >= 0))
-		fail("send inline: receive buffer bytes differ");
+		vc_fail("send inline: receive buffer bytes differ");
 
 	/* send_imm + set_inline_data_list (10 + 0 + 90 bytes) */
 	fill(r.p, r.len, 0x99);
@@ -959,7 +895,7 @@ static void c_wr_ops(void)
 			 "send_imm inline list received") &&
 	    (memcmp(r.p, src[0], 10) || memcmp(r.p + 10, src[2] + 5, 90) ||
 	     diff_pat(r.p + 100, r.len - 100, 100, 0x99) >= 0))
-		fail("send_imm inline list: receive buffer bytes differ");
+		vc_fail("send_imm inline list: receive buffer bytes differ");
 
 	/* rdma_write + set_inline_data_list (64 + 100 bytes) */
 	db[0] = (struct ibv_data_buf){ .addr = src[0], .length = 64 };
@@ -1084,7 +1020,7 @@ static void c_wr_zero_len(void)
 		    htonl(0x0a0b0c0d), 10, "0-byte rdma_write_imm received");
 
 	if (diff_pat(r.p, r.len, 0, 0x98) >= 0)
-		fail("a 0-byte message wrote into the receive buffer");
+		vc_fail("a 0-byte message wrote into the receive buffer");
 	target_check(&t, "after 0-byte operations");
 	expect_state(&A, IBV_QPS_RTS, "requester");
 	expect_state(&B, IBV_QPS_RTS, "responder");
@@ -1168,19 +1104,19 @@ static void c_wr_batch(void)
 			EXPECT_EQ("batch: read byte_len", 2000, w.byte_len);
 		expect_no_wc(&A, 0.1, "batch: unsignaled requests");
 		if (memcmp(l.p + 8192, t.model, 500))
-			fail("batch: the read behind the first write did not see it");
+			vc_fail("batch: the read behind the first write did not see it");
 		if (memcmp(l.p + 10000, t.model + 1000, 2000))
-			fail("batch: the last read did not see the 2-SGE write");
+			vc_fail("batch: the last read did not see the 2-SGE write");
 		EXPECT_EQ("batch: fetch_add original value", old, *(uint64_t *)(l.p + 9000));
 		if (!expect_recv(&B, 200, IBV_WC_RECV, 300, IBV_WC_WITH_IMM, htonl(imm), 10,
 				 "batch: send_imm received") && memcmp(r.p, l.p + 5000, 300))
-			fail("batch: send_imm bytes differ");
+			vc_fail("batch: send_imm bytes differ");
 		expect_recv(&B, 201, IBV_WC_RECV_RDMA_WITH_IMM, 100, IBV_WC_WITH_IMM,
 			    htonl(imm + 1), 10, "batch: write_imm received");
 		if (!expect_recv(&B, 202, IBV_WC_RECV, sizeof(inl), 0, 0, 10,
 				 "batch: inline send received") &&
 		    memcmp(r.p + 2048, inl, sizeof(inl)))
-			fail("batch: inline send bytes differ");
+			vc_fail("batch: inline send bytes differ");
 	}
 	target_check(&t, "batch");
 	expect_state(&A, IBV_QPS_RTS, "requester");
@@ -1239,7 +1175,7 @@ static void c_wr_abort(void)
 		if (!expect_recv(&B, 300, IBV_WC_RECV, 512, 0, 0, 10,
 				 "send after the abort, into the receive the aborted send_imm did not take") &&
 		    memcmp(r.p, l.p, 512))
-			fail("send after the abort: bytes differ");
+			vc_fail("send after the abort: bytes differ");
 	}
 	expect_no_wc(&A, 0.05, "after the batch");
 	target_check(&t, "after the abort");
@@ -1275,10 +1211,10 @@ static void c_wr_failed_batch(void)
 	nsge = A.cap.max_send_sge + 1;
 	ninl = A.cap.max_inline_data + 1;
 	depth = A.cap.max_send_wr;
-	note("max_send_sge %u, max_inline_data %u, max_send_wr %u",
+	vc_note("max_send_sge %u, max_inline_data %u, max_send_wr %u",
 	     A.cap.max_send_sge, A.cap.max_inline_data, depth);
 	if (nsge > 17 || ninl > sizeof(big)) {
-		fail("capabilities larger than the test expects");
+		vc_fail("capabilities larger than the test expects");
 		goto out;
 	}
 	for (i = 0; i < nsge; i++)
@@ -1350,11 +1286,11 @@ static void c_wr_failed_batch(void)
 	ret = ibv_wr_complete(A.qpx);
 	if (!ret) {
 		memcpy(t.model, l.p, 256);
-		for (i = 0; i < depth && !case_fails; i++)
+		for (i = 0; i < depth && !vc_fails(); i++)
 			expect_wc(&A, 100 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10,
 				  NULL, "max_send_wr writes after the failed batches");
 	} else {
-		fail("max_send_wr requests: ibv_wr_complete: %s", strerror(ret));
+		vc_fail("max_send_wr requests: ibv_wr_complete: %s", strerror(ret));
 	}
 	expect_no_wc(&A, 0.05, "after the last batch");
 	target_check(&t, "after the last batch");
@@ -1397,13 +1333,13 @@ static void c_wr_not_rts(void)
 
 	EXPECT_EQ("ibv_wr_complete in RESET", EINVAL, xwrite(&A, 1, &t, &l, 64));
 	if (to_init(&A) || to_init(&B))
-		die("to INIT");
+		vp_die_errno("to INIT");
 	EXPECT_EQ("ibv_wr_complete in INIT", EINVAL, xwrite(&A, 2, &t, &l, 64));
 	if (to_rtr(&A, &B) || to_rtr(&B, &A))
-		die("to RTR");
+		vp_die_errno("to RTR");
 	EXPECT_EQ("ibv_wr_complete in RTR", EINVAL, xwrite(&A, 3, &t, &l, 64));
 	if (to_rts(&A) || to_rts(&B))
-		die("to RTS");
+		vp_die_errno("to RTS");
 	expect_no_wc(&A, 0.3, "requests refused before RTS, once in RTS");
 	target_check(&t, "requests refused before RTS");
 
@@ -1412,12 +1348,12 @@ static void c_wr_not_rts(void)
 		expect_wc(&A, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10, NULL,
 			  "first write in RTS");
 	} else {
-		fail("ibv_wr_complete in RTS failed");
+		vc_fail("ibv_wr_complete in RTS failed");
 	}
 	target_check(&t, "write in RTS");
 
 	if (ibv_modify_qp(A.qp, &a, IBV_QP_STATE))
-		die("to ERR");
+		vp_die_errno("to ERR");
 	fill(l.p, l.len, 0x47);
 	EXPECT_EQ("ibv_wr_complete in ERR", 0, xwrite(&A, 5, &t, &l, 64));
 	expect_wc(&A, 5, IBV_WC_WR_FLUSH_ERR, -1, 10, NULL, "write posted in ERR");
@@ -1438,10 +1374,10 @@ static void cq_refused(struct ibv_cq_init_attr_ex *ca, int err, const char *what
 	errno = 0;
 	cq = ibv_create_cq_ex(A.ctx, ca);
 	if (cq) {
-		fail("%s: created, expected %s", what, strerror(err));
+		vc_fail("%s: created, expected %s", what, strerror(err));
 		ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	} else if (errno != err) {
-		fail("%s: errno %d (%s), expected %d (%s)", what, errno,
+		vc_fail("%s: errno %d (%s), expected %d (%s)", what, errno,
 		     strerror(errno), err, strerror(err));
 	}
 }
@@ -1451,13 +1387,13 @@ static void cq_accepted(struct ibv_cq_init_attr_ex *ca, const char *what)
 	struct ibv_cq_ex *cq = ibv_create_cq_ex(A.ctx, ca);
 
 	if (!cq) {
-		fail("%s: %s", what, strerror(errno));
+		vc_fail("%s: %s", what, strerror(errno));
 		return;
 	}
 	if (ibv_cq_ex_to_cq(cq)->cqe < (int)ca->cqe)
-		fail("%s: cqe %d, asked %u", what, ibv_cq_ex_to_cq(cq)->cqe, ca->cqe);
+		vc_fail("%s: cqe %d, asked %u", what, ibv_cq_ex_to_cq(cq)->cqe, ca->cqe);
 	if (ibv_destroy_cq(ibv_cq_ex_to_cq(cq)))
-		fail("%s: ibv_destroy_cq: %s", what, strerror(errno));
+		vc_fail("%s: ibv_destroy_cq: %s", what, strerror(errno));
 }
 
 /*
@@ -1483,7 +1419,7 @@ static void c_cq_create(void)
 	size_t i;
 
 	if (ibv_query_device(A.ctx, &da))
-		die("ibv_query_device");
+		vp_die_errno("ibv_query_device");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ca = (struct ibv_cq_init_attr_ex){ .cqe = 16,
 			.wc_flags = IBV_WC_STANDARD_FLAGS | bad[i].flag };
@@ -1508,7 +1444,7 @@ static void c_cq_create(void)
 	errno = 0;
 	cq = ibv_create_cq(A.ctx, 16, NULL, NULL, A.ctx->num_comp_vectors);
 	if (cq) {
-		fail("ibv_create_cq, comp_vector = num_comp_vectors: created");
+		vc_fail("ibv_create_cq, comp_vector = num_comp_vectors: created");
 		ibv_destroy_cq(cq);
 	} else {
 		EXPECT_EQ("ibv_create_cq, comp_vector = num_comp_vectors: errno",
@@ -1517,7 +1453,7 @@ static void c_cq_create(void)
 
 	ch = ibv_create_comp_channel(A.ctx);
 	if (!ch)
-		die("ibv_create_comp_channel");
+		vp_die_errno("ibv_create_comp_channel");
 	ca = (struct ibv_cq_init_attr_ex){ .cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN };
 	cq_accepted(&ca, "wc_flags BYTE_LEN only");
 	ca = (struct ibv_cq_init_attr_ex){ .cqe = 100, .wc_flags = IBV_WC_STANDARD_FLAGS,
@@ -1529,7 +1465,7 @@ static void c_cq_create(void)
 		.wc_flags = IBV_WC_STANDARD_FLAGS };
 	cq_accepted(&ca, "cqe = max_cqe");
 	ibv_destroy_comp_channel(ch);
-	note("num_comp_vectors %d, max_cqe %d", A.ctx->num_comp_vectors, da.max_cqe);
+	vc_note("num_comp_vectors %d, max_cqe %d", A.ctx->num_comp_vectors, da.max_cqe);
 }
 
 /*
@@ -1549,7 +1485,7 @@ static void c_cq_poll(void)
 	double end;
 
 	if (legacy_poll) {
-		note("skipped: -P (ibv_poll_cq only)");
+		vc_note("skipped: -P (ibv_poll_cq only)");
 		return;
 	}
 	pair_up();
@@ -1577,16 +1513,16 @@ static void c_cq_poll(void)
 	for (i = 0; i < 3; i++)
 		memcpy(t.model + i * 64, l.p, 64);
 	/* let all three complete, then read them in as few passes as they came */
-	nap_us(500000);
-	end = now_s() + 10;
-	while (got < 3 && now_s() < end) {
+	vp_sleep_us(500000);
+	end = vp_now() + 10;
+	while (got < 3 && vp_now() < end) {
 		ret = ibv_start_poll(A.cqx, &attr);
 		if (ret == ENOENT) {
-			nap_us(1000);
+			vp_sleep_us(1000);
 			continue;
 		}
 		if (ret) {
-			fail("ibv_start_poll: %s", strerror(ret));
+			vc_fail("ibv_start_poll: %s", strerror(ret));
 			break;
 		}
 		n = 0;
@@ -1607,23 +1543,23 @@ static void c_cq_poll(void)
 	}
 	EXPECT_EQ("completions read", 3, got);
 	if (most < 2)
-		fail("no pass returned more than one completion (next_poll never used) "
+		vc_fail("no pass returned more than one completion (next_poll never used) "
 		     "in %d passes", passes);
-	note("3 completions in %d pass(es)", passes);
+	vc_note("3 completions in %d pass(es)", passes);
 
 	/* the legacy ibv_poll_cq on the extended CQ */
 	o[0].wr_id = 20;
 	if (!xpost_ok(&A, o, 1, "write for ibv_poll_cq")) {
-		end = now_s() + 10;
+		end = vp_now() + 10;
 		while ((ret = ibv_poll_cq(ibv_cq_ex_to_cq(A.cqx), 1, &wc)) == 0 &&
-		       now_s() < end)
-			nap_us(200);
+		       vp_now() < end)
+			vp_sleep_us(200);
 		if (ret != 1)
-			fail("ibv_poll_cq on the extended CQ: %d", ret);
+			vc_fail("ibv_poll_cq on the extended CQ: %d", ret);
 		else if (wc.wr_id != 20 || wc.status != IBV_WC_SUCCESS ||
 			 wc.opcode != IBV_WC_RDMA_WRITE || wc.qp_num != A.qp->qp_num ||
 			 wc.wc_flags)
-			fail("ibv_poll_cq on the extended CQ: wr_id %lu status %d opcode %d "
+			vc_fail("ibv_poll_cq on the extended CQ: wr_id %lu status %d opcode %d "
 			     "qp_num %u wc_flags %#x", (unsigned long)wc.wr_id, wc.status,
 			     wc.opcode, wc.qp_num, wc.wc_flags);
 	}
@@ -1703,7 +1639,7 @@ static int probe(struct side *a, struct side *b, struct target *t, enum pop op,
 		expect_state(a, IBV_QPS_ERR, what);
 		expect_state(b, IBV_QPS_ERR, what);
 		if (op == P_READ && diff_byte(L.p, len, 0) >= 0)
-			fail("%s: the failed read wrote the local buffer", what);
+			vc_fail("%s: the failed read wrote the local buffer", what);
 		target_check(t, what);
 		return 1;
 	}
@@ -1713,22 +1649,22 @@ static int probe(struct side *a, struct side *b, struct target *t, enum pop op,
 		break;
 	case P_READ:
 		if (w.byte_len != len)
-			fail("%s: byte_len %u", what, w.byte_len);
+			vc_fail("%s: byte_len %u", what, w.byte_len);
 		if (memcmp(L.p, t->model + off, len))
-			fail("%s: bytes read differ from the target", what);
+			vc_fail("%s: bytes read differ from the target", what);
 		break;
 	case P_FADD:
 		old = model_u64(t, off);
 		memcpy(&got, L.p, 8);
 		if (got != old)
-			fail("%s: original %#llx, expected %#llx", what,
+			vc_fail("%s: original %#llx, expected %#llx", what,
 			     (unsigned long long)got, (unsigned long long)old);
 		model_set_u64(t, off, old + arg);
 		break;
 	case P_CSWAP:
 		memcpy(&got, L.p, 8);
 		if (got != old)
-			fail("%s: original %#llx, expected %#llx", what,
+			vc_fail("%s: original %#llx, expected %#llx", what,
 			     (unsigned long long)got, (unsigned long long)old);
 		model_set_u64(t, off, arg);
 		break;
@@ -1779,12 +1715,12 @@ static uint32_t bind1(struct ibv_mw *mw, struct ibv_mr *mr, uint64_t addr,
 	int ret = ibv_bind_mw(B.qp, mw, &b);
 
 	if (ret) {
-		fail("%s: ibv_bind_mw: %s", what, strerror(ret));
+		vc_fail("%s: ibv_bind_mw: %s", what, strerror(ret));
 		return old;
 	}
 	key = mw->rkey;
 	if (key >> 8 != old >> 8 || (key & 0xff) != ((old + 1) & 0xff))
-		fail("%s: rkey %#x after the bind, was %#x: expected the index kept "
+		vc_fail("%s: rkey %#x after the bind, was %#x: expected the index kept "
 		     "and the key byte + 1", what, key, old);
 	expect_wc(&B, 500, want, want == IBV_WC_SUCCESS ? IBV_WC_BIND_MW : -1, 10,
 		  NULL, what);
@@ -1864,9 +1800,9 @@ static struct ibv_mw *mw_alloc(struct ibv_pd *pd, enum ibv_mw_type type)
 	struct ibv_mw *mw = ibv_alloc_mw(pd, type);
 
 	if (!mw)
-		die("ibv_alloc_mw");
+		vp_die_errno("ibv_alloc_mw");
 	if (mw->type != type)
-		fail("ibv_alloc_mw: type %d, asked %d", mw->type, type);
+		vc_fail("ibv_alloc_mw: type %d, asked %d", mw->type, type);
 	return mw;
 }
 
@@ -1875,7 +1811,7 @@ static void mw_free(struct ibv_mw *mw, const char *what)
 	int ret = ibv_dealloc_mw(mw);
 
 	if (ret)
-		fail("%s: ibv_dealloc_mw: %s", what, strerror(ret));
+		vc_fail("%s: ibv_dealloc_mw: %s", what, strerror(ret));
 }
 
 /* dereg of an MR a window is bound to: EBUSY, and the MR stays usable. */
@@ -1884,7 +1820,7 @@ static void expect_dereg_busy(struct target *t, const char *what)
 	int ret = ibv_dereg_mr(t->b.mr);
 
 	if (ret != EBUSY)
-		fail("%s: ibv_dereg_mr with a window bound: %s (%d), expected EBUSY",
+		vc_fail("%s: ibv_dereg_mr with a window bound: %s (%d), expected EBUSY",
 		     what, ret ? strerror(ret) : "success", ret);
 	if (!ret)
 		t->b.mr = NULL;
@@ -1896,7 +1832,7 @@ static void expect_dereg_ok(struct target *t, const char *what)
 	int ret = ibv_dereg_mr(t->b.mr);
 
 	if (ret)
-		fail("%s: ibv_dereg_mr: %s (%d), expected success", what,
+		vc_fail("%s: ibv_dereg_mr: %s (%d), expected success", what,
 		     strerror(ret), ret);
 	else
 		t->b.mr = NULL;
@@ -1942,15 +1878,15 @@ static void c_mw_type1(void)
 	uint32_t k0, k1, k2, k3;
 
 	if (ibv_query_device(B.ctx, &da))
-		die("ibv_query_device");
+		vp_die_errno("ibv_query_device");
 	if (!(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) ||
 	    !(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || da.max_mw <= 0)
-		fail("device_cap_flags %#x max_mw %d: expected MEM_WINDOW, "
+		vc_fail("device_cap_flags %#x max_mw %d: expected MEM_WINDOW, "
 		     "MEM_WINDOW_TYPE_2B and max_mw > 0", da.device_cap_flags, da.max_mw);
 	mw = mw_alloc(B.pd, IBV_MW_TYPE_1);
 	k0 = mw->rkey;
 	if (k0 >> 8 == t.b.mr->rkey >> 8)
-		fail("window rkey %#x shares the MR's index (%#x)", k0, t.b.mr->rkey);
+		vc_fail("window rkey %#x shares the MR's index (%#x)", k0, t.b.mr->rkey);
 
 	probe_ab(&t, P_WRITE, k0, W1_OFF, 100, IBV_WC_REM_ACCESS_ERR, "before the bind");
 	k1 = bind1(mw, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, MW_REMOTE,
@@ -1985,7 +1921,7 @@ static void c_mw_type1(void)
 	/* unbind: length 0 */
 	if (on_rxe()) {
 		/* rdma-core 44's librxe reads bind_info.mr->lkey: NULL here */
-		note("skipped on rxe (its provider dereferences the NULL MR): unbind");
+		vc_note("skipped on rxe (its provider dereferences the NULL MR): unbind");
 		k3 = 0;
 		mw_free(mw, "type 1");
 		expect_dereg_ok(&t, "type 1 deallocated");
@@ -1998,7 +1934,7 @@ static void c_mw_type1(void)
 		expect_dereg_ok(&t, "type 1 unbound");
 		mw_free(mw, "type 1");
 	}
-	note("keys %#x %#x %#x %#x", k0, k1, k2, k3);
+	vc_note("keys %#x %#x %#x %#x", k0, k1, k2, k3);
 	mw_teardown(&t);
 }
 
@@ -2060,7 +1996,7 @@ static void c_mw_type2(void)
 		expect_wc(&A, 601, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "ibv_wr_send_inv");
 	if (!expect_recv(&B, 600, IBV_WC_RECV, 64, IBV_WC_WITH_INV, k3, 10,
 			 "ibv_wr_send_inv received") && memcmp(r.p, L.p, 64))
-		fail("ibv_wr_send_inv: bytes differ");
+		vc_fail("ibv_wr_send_inv: bytes differ");
 	probe_ab(&t, P_WRITE, k3, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR, "after SEND_WITH_INV");
 
 	/* and IBV_WR_SEND_WITH_INV in ibv_post_send, 0 bytes */
@@ -2087,7 +2023,7 @@ static void c_mw_type2(void)
 	k5 = ibv_inc_rkey(k4);
 	t.b.mr = ibv_reg_mr(B.pd, t.b.p, t.b.len, W_ACCESS);
 	if (!t.b.mr)
-		die("ibv_reg_mr");
+		vp_die_errno("ibv_reg_mr");
 	post_recv(&A, NULL, 0, 610);
 	ob[0] = (struct xop){ .op = IBV_WR_BIND_MW, .wr_id = 611, .flags = IBV_SEND_SIGNALED,
 			      .mw = mw, .new_rkey = k5,
@@ -2108,7 +2044,7 @@ static void c_mw_type2(void)
 			 "with the key just received");
 	mw_free(mw, "type 2 bound");
 	expect_dereg_ok(&t, "type 2 deallocated");
-	note("keys %#x %#x %#x %#x %#x %#x", k0, k1, k2, k3, k4, k5);
+	vc_note("keys %#x %#x %#x %#x %#x %#x", k0, k1, k2, k3, k4, k5);
 	buf_free(&r);
 	mw_teardown(&t);
 }
@@ -2145,7 +2081,7 @@ static void c_mw_other_qp_pd(void)
 	uint32_t k2, k1;
 
 	if (!pd2)
-		die("ibv_alloc_pd");
+		vp_die_errno("ibv_alloc_pd");
 	m2 = mw_alloc(B.pd, IBV_MW_TYPE_2);
 	m1 = mw_alloc(B.pd, IBV_MW_TYPE_1);
 	m2b = mw_alloc(B.pd, IBV_MW_TYPE_2);
@@ -2182,7 +2118,7 @@ static void c_mw_other_qp_pd(void)
 		struct ibv_qp_attr a = { .qp_access_flags = IBV_ACCESS_REMOTE_READ };
 
 		if (ibv_modify_qp(B.qp, &a, IBV_QP_ACCESS_FLAGS))
-			fail("modify_qp RTS->RTS qp_access_flags: %s", strerror(errno));
+			vc_fail("modify_qp RTS->RTS qp_access_flags: %s", strerror(errno));
 		probe_ab(&t, P_READ, k1, W2_OFF, 64, IBV_WC_SUCCESS,
 			 "type 1 through a QP with remote read only");
 		probe_ab(&t, P_WRITE, k1, W2_OFF, 64, IBV_WC_REM_ACCESS_ERR,
@@ -2227,7 +2163,7 @@ static void c_mw_other_qp_pd(void)
 	mw_free(m2p, "type 2 of PD 2");
 	expect_dereg_ok(&t, "after the windows were deallocated");
 	if (ibv_dealloc_pd(pd2))
-		fail("ibv_dealloc_pd of PD 2: %s", strerror(errno));
+		vc_fail("ibv_dealloc_pd of PD 2: %s", strerror(errno));
 	mw_teardown(&t);
 }
 
@@ -2341,7 +2277,7 @@ static void c_mw_local_inv_errors(void)
 	probe_ab(&t, P_READ, k1, W1_OFF, 64, IBV_WC_SUCCESS,
 		 "type 1 after the refused LOCAL_INV");
 	if (on_rxe())
-		note("skipped on rxe (its invalidate of a free type 2 window "
+		vc_note("skipped on rxe (its invalidate of a free type 2 window "
 		     "dereferences a NULL MR): LOCAL_INV of a type 2 window not bound");
 	else
 		local_inv(&B, m2->rkey, 1, IBV_WC_LOC_QP_OP_ERR,
@@ -2403,7 +2339,7 @@ static void c_mw_send_inv_errors(void)
 	      "type 2 on its QP after the refused invalidate");
 	pair2_down();
 	if (on_rxe())
-		note("skipped on rxe (would dereference a NULL MR): "
+		vc_note("skipped on rxe (would dereference a NULL MR): "
 		     "SEND_WITH_INV of a type 2 window not bound");
 	else
 		send_inv_refused(m2f->rkey, "SEND_WITH_INV of a type 2 window not bound");
@@ -2459,10 +2395,10 @@ static void uc_up(void)
 /* UC writes complete at the requester when sent: wait for the target. */
 static void wait_target(const struct target *t, double timeout_s)
 {
-	double end = now_s() + timeout_s;
+	double end = vp_now() + timeout_s;
 
-	while (memcmp(t->b.p, t->model, t->b.len) && now_s() < end)
-		nap_us(1000);
+	while (memcmp(t->b.p, t->model, t->b.len) && vp_now() < end)
+		vp_sleep_us(1000);
 }
 
 /*
@@ -2537,7 +2473,7 @@ static void c_uc_data(void)
 		if (!expect_recv(&B, 200 + i, IBV_WC_RECV, n, i & 1 ? IBV_WC_WITH_IMM : 0,
 				 htonl(imm + (uint32_t)i), 10, what) &&
 		    (memcmp(r.p, l.p, n) || diff_byte(r.p + n, r.len - n, 0) >= 0))
-			fail("%s: bytes differ", what);
+			vc_fail("%s: bytes differ", what);
 	}
 
 	/* send_imm with inline data through ibv_post_send */
@@ -2558,7 +2494,7 @@ static void c_uc_data(void)
 	}
 	if (!expect_recv(&B, 300, IBV_WC_RECV, 100, IBV_WC_WITH_IMM, htonl(~imm), 10,
 			 "UC inline send_imm received") && memcmp(r.p, l.p, 100))
-		fail("UC inline send_imm: bytes differ");
+		vc_fail("UC inline send_imm: bytes differ");
 	expect_state(&A, IBV_QPS_RTS, "UC requester");
 	expect_state(&B, IBV_QPS_RTS, "UC responder");
 	target_free(&t);
@@ -2584,10 +2520,10 @@ static void uc_ops_refused(uint64_t op, const char *name)
 	errno = 0;
 	qp = ibv_create_qp_ex(A.ctx, &ia);
 	if (qp) {
-		fail("UC QP with send_ops_flags %s: created, expected EOPNOTSUPP", name);
+		vc_fail("UC QP with send_ops_flags %s: created, expected EOPNOTSUPP", name);
 		ibv_destroy_qp(qp);
 	} else if (errno != EOPNOTSUPP) {
-		fail("UC QP with send_ops_flags %s: errno %d (%s), expected EOPNOTSUPP",
+		vc_fail("UC QP with send_ops_flags %s: errno %d (%s), expected EOPNOTSUPP",
 		     name, errno, strerror(errno));
 	}
 }
@@ -2644,7 +2580,7 @@ static void c_uc_refused(void)
 		ret = ibv_post_send(A.qp, wr, &bad);
 		EXPECT_EQ(what, EINVAL, ret);
 		if (bad != &wr[1])
-			fail("%s: bad_wr %p, expected the second request %p", what,
+			vc_fail("%s: bad_wr %p, expected the second request %p", what,
 			     (void *)bad, (void *)&wr[1]);
 		memcpy(t.model + i * 8, l.p, 8);
 		expect_wc(&A, 10 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10, NULL,
@@ -2655,7 +2591,7 @@ static void c_uc_refused(void)
 	/* the WR API applies the same rule: the batch fails whole */
 	if (on_rxe()) {
 		/* its provider leaves ibv_wr_rdma_read NULL on a UC QP */
-		note("skipped on rxe (NULL wr_rdma_read): the WR API part");
+		vc_note("skipped on rxe (NULL wr_rdma_read): the WR API part");
 		goto out;
 	}
 	ibv_wr_start(A.qpx);
@@ -2724,7 +2660,7 @@ static void c_uc_drops(void)
 			  "UC write after the dropped ones");
 	memcpy(t.model + 100, l.p, 3000);
 	wait_target(&t, 10);
-	nap_us(100000);
+	vp_sleep_us(100000);
 	target_check(&t, "UC writes: two dropped, one landed");
 
 	/* a send with no receive posted: dropped; the next one arrives */
@@ -2733,7 +2669,7 @@ static void c_uc_drops(void)
 			  .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC send, no receive"))
 		expect_wc(&A, 4, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "UC send, no receive");
-	nap_us(200000);
+	vp_sleep_us(200000);
 	expect_no_wc(&B, 0.05, "UC send with no receive posted");
 	rsg = sge_of(&r, 0, 4096);
 	post_recv(&B, &rsg, 1, 100);
@@ -2745,7 +2681,7 @@ static void c_uc_drops(void)
 	if (!expect_recv(&B, 100, IBV_WC_RECV, 1500, 0, 0, 10,
 			 "UC send after the dropped one, received") &&
 	    memcmp(r.p, l.p + 2000, 1500))
-		fail("UC send after the dropped one: bytes differ");
+		vc_fail("UC send after the dropped one: bytes differ");
 
 	/* a send larger than the receive: dropped, the receive kept */
 	memset(r.p, 0, r.len);
@@ -2756,7 +2692,7 @@ static void c_uc_drops(void)
 	if (!xpost_ok(&A, &o, 1, "UC send larger than the receive"))
 		expect_wc(&A, 6, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
 			  "UC send larger than the receive");
-	nap_us(200000);
+	vp_sleep_us(200000);
 	sg = sge_of(&l, 300, 50);
 	o.wr_id = 7;
 	if (!xpost_ok(&A, &o, 1, "UC send that fits"))
@@ -2764,7 +2700,7 @@ static void c_uc_drops(void)
 	if (!expect_recv(&B, 101, IBV_WC_RECV, 50, 0, 0, 10,
 			 "UC send that fits, into the receive the large one left") &&
 	    (memcmp(r.p, l.p + 300, 50) || diff_byte(r.p + 100, r.len - 100, 0) >= 0))
-		fail("UC send that fits: bytes differ (or the dropped one wrote past the receive)");
+		vc_fail("UC send that fits: bytes differ (or the dropped one wrote past the receive)");
 	expect_no_wc(&B, 0.05, "after the UC drops");
 	expect_state(&A, IBV_QPS_RTS, "UC requester after the drops");
 	expect_state(&B, IBV_QPS_RTS, "UC responder after the drops");
@@ -2818,7 +2754,7 @@ static void c_uc_mw(void)
 	if (!xpost_ok(&A, &o, 1, "UC SEND_WITH_INV of an MR's key"))
 		expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
 			  "UC SEND_WITH_INV of an MR's key (requester)");
-	nap_us(200000);
+	vp_sleep_us(200000);
 	expect_no_wc(&B, 0.05, "UC SEND_WITH_INV of an MR's key");
 
 	/* SEND_WITH_INV of the window: the receive left above takes it */
@@ -2904,7 +2840,7 @@ static int run_cmd(const char *cmd)
 	int rc = system(cmd);
 
 	if (rc)
-		fail("command failed (status %d): %s", rc, cmd);
+		vc_fail("command failed (status %d): %s", rc, cmd);
 	return rc;
 }
 
@@ -2971,10 +2907,10 @@ static int uc_send_range(struct uc_run *u, int from, int to, int writes)
 /* B's completions until none came for quiet_s (UC gives no other sign). */
 static int uc_collect(struct wcx *out, int max, double quiet_s)
 {
-	double end = now_s() + 60;
+	double end = vp_now() + 60;
 	int n = 0;
 
-	while (n < max && now_s() < end && get_wc(&B, &out[n], quiet_s))
+	while (n < max && vp_now() < end && get_wc(&B, &out[n], quiet_s))
 		n++;
 	if (n == max)
 		expect_no_wc(&B, quiet_s, "more completions than receives");
@@ -2988,7 +2924,7 @@ static void uc_flush_rest(uint64_t first, int n, const char *what)
 	int k;
 
 	if (ibv_modify_qp(B.qp, &a, IBV_QP_STATE)) {
-		fail("%s: to ERR: %s", what, strerror(errno));
+		vc_fail("%s: to ERR: %s", what, strerror(errno));
 		return;
 	}
 	for (k = 0; k < n; k++)
@@ -3019,7 +2955,7 @@ static void uc_sends(struct uc_run *u, const char *pct)
 	}
 	if (loss_on(pct) || uc_send_range(u, 0, LOSS_N, 0))
 		ok = 0;
-	nap_us(300000);		/* the last frames through the qdisc */
+	vp_sleep_us(300000);		/* the last frames through the qdisc */
 	if (run_cmd(netem_off_cmd) || (ok && uc_send_range(u, LOSS_N, u->n, 0)))
 		ok = 0;
 	got = uc_collect(wc, u->n, 0.5);
@@ -3029,29 +2965,29 @@ static void uc_sends(struct uc_run *u, const char *pct)
 		snprintf(what, sizeof(what), "UC sends, loss %s%%: receive %d", pct, k);
 		if (wc[k].wr_id != 1000 + (uint64_t)k || wc[k].status != IBV_WC_SUCCESS ||
 		    wc[k].opcode != IBV_WC_RECV || wc[k].qp_num != B.qp->qp_num) {
-			fail("%s: wr_id %lu status %s opcode %d qp_num %u", what,
+			vc_fail("%s: wr_id %lu status %s opcode %d qp_num %u", what,
 			     (unsigned long)wc[k].wr_id, ibv_wc_status_str(wc[k].status),
 			     wc[k].opcode, wc[k].qp_num);
 			break;
 		}
 		memcpy(&s, p, 4);
 		if (wc[k].byte_len < MSG_MIN || s <= prev || s >= u->n) {
-			fail("%s: byte_len %u, message %d after %d", what, wc[k].byte_len, s, prev);
+			vc_fail("%s: byte_len %u, message %d after %d", what, wc[k].byte_len, s, prev);
 			break;
 		}
 		if (wc[k].byte_len != u->len[s])
-			fail("%s (message %d): byte_len %u, expected %u", what, s,
+			vc_fail("%s (message %d): byte_len %u, expected %u", what, s,
 			     wc[k].byte_len, u->len[s]);
 		d = msg_diff(p, s, u->len[s]);
 		if (d >= 0)
-			fail("%s (message %d of %u bytes): byte %ld differs", what, s,
+			vc_fail("%s (message %d of %u bytes): byte %ld differs", what, s,
 			     u->len[s], d);
 		if (wc[k].wc_flags != (s & 1 ? IBV_WC_WITH_IMM : 0u) ||
 		    ((s & 1) && wc[k].imm_raw != htonl((uint32_t)s)))
-			fail("%s (message %d): wc_flags %#x imm %#x", what, s,
+			vc_fail("%s (message %d): wc_flags %#x imm %#x", what, s,
 			     wc[k].wc_flags, ntohl(wc[k].imm_raw));
 		if (diff_byte(p + MSG_MAX, SLOT - MSG_MAX, 0) >= 0)
-			fail("%s: written past the receive", what);
+			vc_fail("%s: written past the receive", what);
 		if (s < LOSS_N)
 			u->delivered++;
 		else
@@ -3060,7 +2996,7 @@ static void uc_sends(struct uc_run *u, const char *pct)
 	}
 	u->lost = LOSS_N - u->delivered;
 	if (ok && u->clean_delivered != CLEAN_N)
-		fail("UC sends, loss %s%%: %d of the %d messages after the loss arrived",
+		vc_fail("UC sends, loss %s%%: %d of the %d messages after the loss arrived",
 		     pct, u->clean_delivered, CLEAN_N);
 	expect_state(&A, IBV_QPS_RTS, "UC requester after the sends");
 	expect_state(&B, IBV_QPS_RTS, "UC responder after the sends");
@@ -3094,7 +3030,7 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 			post_recv(&B, &rsg, 1, 2000 + (uint64_t)nimm++);
 	if (loss_on(pct) || uc_send_range(u, 0, LOSS_N, 1))
 		ok = 0;
-	nap_us(300000);
+	vp_sleep_us(300000);
 	if (run_cmd(netem_off_cmd) || (ok && uc_send_range(u, LOSS_N, u->n, 1)))
 		ok = 0;
 	got = uc_collect(wc, nimm, 0.5);
@@ -3105,7 +3041,7 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 		    wc[k].opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
 		    wc[k].wc_flags != IBV_WC_WITH_IMM || s <= prev || s >= u->n ||
 		    s % 4 != 3 || wc[k].byte_len != u->len[s]) {
-			fail("%s: wr_id %lu status %s opcode %d flags %#x imm %d (after %d) byte_len %u",
+			vc_fail("%s: wr_id %lu status %s opcode %d flags %#x imm %d (after %d) byte_len %u",
 			     what, (unsigned long)wc[k].wr_id, ibv_wc_status_str(wc[k].status),
 			     wc[k].opcode, wc[k].wc_flags, s, prev, wc[k].byte_len);
 			break;
@@ -3124,19 +3060,19 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 
 			/* whose bytes are they?  (a message starts with its number) */
 			memcpy(&v, p, 4);
-			fail("%s: bytes from %ld on are neither the message's nor untouched "
+			vc_fail("%s: bytes from %ld on are neither the message's nor untouched "
 			     "(they start with the number %u)", what, d, v);
 			if (v < (uint32_t)u->n && (int)v != s)
-				note("write %d landed message %d's bytes%s", s, (int)v,
+				vc_note("write %d landed message %d's bytes%s", s, (int)v,
 				     msg_diff(p, (int)v, u->len[s] < u->len[v] ?
 					      u->len[s] : u->len[v]) < 0 ? "" : " (in part)");
 		}
 		if (diff_byte(p + u->len[s], SLOT - u->len[s], UNTOUCHED) >= 0)
-			fail("%s: written past its end", what);
+			vc_fail("%s: written past its end", what);
 		if (d >= 0 && has_wc[s])
-			fail("%s: its receive completed but byte %ld is missing", what, d);
+			vc_fail("%s: its receive completed but byte %ld is missing", what, d);
 		if (d >= 0 && s >= LOSS_N)
-			fail("%s: sent after the loss was turned off, byte %ld missing", what, d);
+			vc_fail("%s: sent after the loss was turned off, byte %ld missing", what, d);
 		if (s >= LOSS_N)
 			continue;
 		if (d < 0)
@@ -3161,7 +3097,7 @@ static void c_uc_loss(void)
 	int k, whole, partial, absent;
 
 	if (!strcmp(dev_a, dev_b)) {
-		note("skipped: loopback has no link to lose frames on");
+		vc_note("skipped: loopback has no link to lose frames on");
 		return;
 	}
 	memset(&u, 0, sizeof(u));
@@ -3171,7 +3107,7 @@ static void c_uc_loss(void)
 	u.t = target_new(&B, (size_t)u.n * SLOT, 0,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0);
 	snprintf(list, sizeof(list), "%s", loss_list);
-	for (pct = strtok_r(list, ",", &save); pct && !case_fails;
+	for (pct = strtok_r(list, ",", &save); pct && !vc_fails();
 	     pct = strtok_r(NULL, ",", &save)) {
 		for (k = 0; k < u.n; k++)
 			u.len[k] = MSG_MIN + (uint32_t)rand_r(&seed) % (MSG_MAX - MSG_MIN + 1);
@@ -3179,20 +3115,20 @@ static void c_uc_loss(void)
 		uc_sends(&u, pct);
 		whole = partial = absent = 0;
 		uc_writes(&u, pct, &whole, &partial, &absent);
-		note("loss %s%%: sends %d/%d delivered, writes %d whole %d partial %d absent",
+		vc_note("loss %s%%: sends %d/%d delivered, writes %d whole %d partial %d absent",
 		     pct, u.delivered, LOSS_N, whole, partial, absent);
 		/* the loss must have happened, or nothing above was tested */
-		if (!case_fails && (u.lost == 0 || whole == LOSS_N))
-			fail("loss %s%%: no message was lost (%d sends, %d writes): is netem on?",
+		if (!vc_fails() && (u.lost == 0 || whole == LOSS_N))
+			vc_fail("loss %s%%: no message was lost (%d sends, %d writes): is netem on?",
 			     pct, u.lost, LOSS_N - whole);
-		if (!case_fails && (u.delivered == 0 || whole == 0))
-			fail("loss %s%%: no message got through under loss", pct);
+		if (!vc_fails() && (u.delivered == 0 || whole == 0))
+			vc_fail("loss %s%%: no message got through under loss", pct);
 	}
 	buf_free(&u.l);
 	buf_free(&u.r);
 	target_free(&u.t);
 	/* make sure the link is clean for whatever runs next */
-	if (case_fails)
+	if (vc_fails())
 		(void)!system(netem_off_cmd);
 }
 
@@ -3210,7 +3146,7 @@ static void c_uc_reuse(void)
 	struct xop o;
 
 	if (!strcmp(dev_a, dev_b)) {
-		note("skipped: loopback has no link to delay frames on");
+		vc_note("skipped: loopback has no link to delay frames on");
 		return;
 	}
 	uc_up();
@@ -3247,7 +3183,7 @@ static void c_uc_reuse(void)
 		long d = diff_pat(r.p, sizeof(keep), 0, 0x36);
 
 		if (d >= 0)
-			fail("UC send whose buffer was reused after its completion: "
+			vc_fail("UC send whose buffer was reused after its completion: "
 			     "byte %ld received as %#x, sent as %#x", d, r.p[d], keep[d]);
 	}
 	run_cmd(netem_off_cmd);
@@ -3276,8 +3212,8 @@ static int hold(void)
 		   IBV_WC_SUCCESS, "type 1");
 	bind2(&B, m2, k2, t.b.mr, target_addr(&t, W2_OFF), W2_LEN, MW_REMOTE, 0,
 	      IBV_WC_SUCCESS, "type 2");
-	if (case_fails) {
-		printf("setup failed: %s\n", case_msg);
+	if (vc_fails()) {
+		printf("setup failed: %s\n", vc_message());
 		return 2;
 	}
 	printf("ready\n");
@@ -3285,7 +3221,7 @@ static int hold(void)
 	for (n = 0;; n++) {
 		if (probe(&A, &B, &t, P_WRITE, n & 1 ? k1 : k2, n & 1 ? W1_OFF : W2_OFF,
 			  2048, IBV_WC_SUCCESS, "held")) {
-			printf("write %lu failed: %s\n", n, case_msg);
+			printf("write %lu failed: %s\n", n, vc_message());
 			fflush(stdout);
 			pause();
 		}
@@ -3330,20 +3266,11 @@ static const struct tcase cases[] = {
 
 static int run_case(const struct tcase *c)
 {
-	double t0 = now_s();
+	double t0 = vp_now();
 
-	case_msg[0] = 0;
-	case_note[0] = 0;
-	case_fails = 0;
+	vc_start();
 	c->fn();
-	if (case_fails)
-		printf("FAIL %s [%s-%s]: %s%s%s\n", c->name, dev_a, dev_b, case_msg,
-		       case_note[0] ? "; note: " : "", case_note);
-	else
-		printf("PASS %s [%s-%s]: %s%s%s (%.2f s)\n", c->name, dev_a, dev_b,
-		       c->what, case_note[0] ? "; " : "", case_note, now_s() - t0);
-	fflush(stdout);
-	return case_fails ? 1 : 0;
+	return vc_end(c->name, dev_a, dev_b, c->what, t0);
 }
 
 static int selected(const char *arg, const struct tcase *c)

@@ -27,25 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
+#include "vmprog.h"
+
 static unsigned int seed = 1;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (cond) {						\
-			printf("ok: " __VA_ARGS__);			\
-		} else {						\
-			failures++;					\
-			printf("FAIL: " __VA_ARGS__);			\
-		}							\
-		printf(" [%s]\n", #cond);				\
-	} while (0)
-
-static void die(const char *what)
-{
-	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
 
 struct side {
 	const char *name;
@@ -61,23 +45,11 @@ static struct side A, B;
 
 static void open_side(struct side *s, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list");
 	s->name = name;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			s->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!s->ctx) {
-		fprintf(stderr, "setup: cannot open %s\n", name);
-		exit(2);
-	}
+	s->ctx = vp_open(name);
 	s->pd = ibv_alloc_pd(s->ctx);
 	if (!s->pd || ibv_query_gid(s->ctx, 1, 0, &s->gid))
-		die("ibv_alloc_pd / ibv_query_gid");
+		vp_die_errno("ibv_alloc_pd / ibv_query_gid");
 }
 
 /* ---- device limits, probed at their boundaries ------------------------------- */
@@ -120,7 +92,7 @@ static void check_device(struct side *s)
 
 	s->cq = ibv_create_cq(s->ctx, 16, NULL, NULL, 0);
 	if (!s->cq)
-		die("ibv_create_cq");
+		vp_die_errno("ibv_create_cq");
 	cap.max_send_wr = d->max_qp_wr;
 	CHECK(qp_create_errno(s, cap) == 0, "%s: max_send_wr = max_qp_wr %d", s->name, d->max_qp_wr);
 	cap.max_send_wr++;
@@ -191,7 +163,7 @@ static struct ibv_qp *make_qp(struct side *s, enum ibv_qp_type type,
 	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
 
 	if (!qp)
-		die("ibv_create_qp");
+		vp_die_errno("ibv_create_qp");
 	*cap = ia.cap;		/* what the device made of it */
 	return qp;
 }
@@ -269,7 +241,7 @@ static int max_rd_atom(struct side *s)
 	struct ibv_device_attr d;
 
 	if (ibv_query_device(s->ctx, &d))
-		die("ibv_query_device");
+		vp_die_errno("ibv_query_device");
 	return d.max_qp_rd_atom;
 }
 
@@ -375,7 +347,7 @@ static void connect_pair(void)
 		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
 		if (ibv_modify_qp(me->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			die("INIT");
+			vp_die_errno("INIT");
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTR;
 		a.path_mtu = IBV_MTU_1024;
@@ -390,7 +362,7 @@ static void connect_pair(void)
 		if (ibv_modify_qp(me->qp, &a, IBV_QP_STATE | IBV_QP_AV |
 				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-			die("RTR");
+			vp_die_errno("RTR");
 	}
 	for (i = 0; i < 2; i++) {
 		memset(&a, 0, sizeof(a));
@@ -403,7 +375,7 @@ static void connect_pair(void)
 		if (ibv_modify_qp(s[i]->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-			die("RTS");
+			vp_die_errno("RTS");
 	}
 }
 
@@ -436,7 +408,7 @@ static void check_resize_waiting(void)
 
 	for (i = 0; i < 12; i++)
 		if (post_write(1000 + i))
-			die("post_write");
+			vp_die_errno("post_write");
 	for (tries = 0; tries < 1000; tries++) {
 		rc = ibv_resize_cq(A.cq, 8);
 		if (rc)
@@ -499,12 +471,12 @@ static void check_resize_stream(void)
 	time_t end = time(NULL) + 240;
 
 	if (ibv_resize_cq(A.cq, 1024))
-		die("resize 1024");
+		vp_die_errno("resize 1024");
 	pthread_create(&t, NULL, resizer, &st);
 	while (seen < total && time(NULL) < end) {
 		while (posted < total && posted - seen < 512)
 			if (post_write(posted++))
-				die("post_write");
+				vp_die_errno("post_write");
 		n = ibv_poll_cq(A.cq, 32, wc);
 		if (n < 0)
 			break;
@@ -525,9 +497,9 @@ static void check_resize(void)
 	dst_mr = ibv_reg_mr(B.pd, target, sizeof(target),
 			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!src_mr || !dst_mr)
-		die("ibv_reg_mr");
+		vp_die_errno("ibv_reg_mr");
 	if (ibv_resize_cq(A.cq, 64))
-		die("resize");
+		vp_die_errno("resize");
 	check_resize_waiting();
 	check_resize_stream();
 	ibv_destroy_qp(A.qp);
@@ -558,7 +530,7 @@ int main(int argc, char **argv)
 	check_port(&A);
 	B.cq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
 	if (!B.cq)
-		die("ibv_create_cq");
+		vp_die_errno("ibv_create_cq");
 	check_query_qp(IBV_QPT_RC);
 	check_query_qp(IBV_QPT_UC);
 	check_resize();
@@ -568,6 +540,6 @@ int main(int argc, char **argv)
 	ibv_dealloc_pd(B.pd);
 	ibv_close_device(A.ctx);
 	ibv_close_device(B.ctx);
-	printf("verbs_query: %d failure(s)\n", failures);
-	return failures > 100 ? 100 : failures;
+	printf("verbs_query: %d failure(s)\n", vp_fails);
+	return vp_fails > 100 ? 100 : vp_fails;
 }

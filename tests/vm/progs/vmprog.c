@@ -37,17 +37,22 @@ void vp_die(const char *fmt, ...)
 	exit(2);
 }
 
+static void vp_vfail(const char *fmt, va_list ap)
+{
+	vp_fails++;
+	printf("FAIL ");
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+}
+
 void vp_fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	vp_fails++;
-	printf("FAIL ");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vp_vfail(fmt, ap);
 	va_end(ap);
-	printf("\n");
-	fflush(stdout);
 }
 
 bool vp_check(bool cond, const char *fmt, ...)
@@ -56,14 +61,110 @@ bool vp_check(bool cond, const char *fmt, ...)
 
 	if (cond)
 		return true;
-	vp_fails++;
-	printf("FAIL ");
+	va_start(ap, fmt);
+	vp_vfail(fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+bool vp_ok(bool ok, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf(ok ? "ok: " : "FAIL: ");
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
-	printf("\n");
+	if (ok) {
+		printf("\n");
+	} else {
+		vp_fails++;
+		printf(" [%s]\n", cond);
+	}
 	fflush(stdout);
-	return false;
+	return ok;
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+static pthread_mutex_t vc_lock = PTHREAD_MUTEX_INITIALIZER;
+static char vc_msg[4096];
+static char vc_note_buf[1024];
+static int vc_nfails;
+
+static void vc_append(char *buf, size_t size, const char *sep, const char *fmt,
+		      va_list ap)
+{
+	size_t n = strlen(buf);
+
+	if (n + 8 >= size)
+		return;
+	if (n)
+		n += (size_t)snprintf(buf + n, size - n, "%s", sep);
+	vsnprintf(buf + n, size - n, fmt, ap);
+}
+
+void vc_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&vc_lock);
+	vc_nfails++;
+	va_start(ap, fmt);
+	vc_append(vc_msg, sizeof(vc_msg), "; ", fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&vc_lock);
+}
+
+void vc_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&vc_lock);
+	va_start(ap, fmt);
+	vc_append(vc_note_buf, sizeof(vc_note_buf), ", ", fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&vc_lock);
+}
+
+int vc_fails(void)
+{
+	int n;
+
+	pthread_mutex_lock(&vc_lock);
+	n = vc_nfails;
+	pthread_mutex_unlock(&vc_lock);
+	return n;
+}
+
+const char *vc_message(void)
+{
+	return vc_msg;
+}
+
+void vc_start(void)
+{
+	pthread_mutex_lock(&vc_lock);
+	vc_msg[0] = 0;
+	vc_note_buf[0] = 0;
+	vc_nfails = 0;
+	pthread_mutex_unlock(&vc_lock);
+}
+
+int vc_end(const char *name, const char *dev_a, const char *dev_b,
+	   const char *what, double t0)
+{
+	int failed = vc_fails();
+
+	if (failed)
+		printf("FAIL %s [%s-%s]: %s%s%s%s\n", name, dev_a, dev_b, vc_msg,
+		       vc_note_buf[0] ? " (note: " : "", vc_note_buf,
+		       vc_note_buf[0] ? ")" : "");
+	else
+		printf("PASS %s [%s-%s]: %s%s%s (%.2f s)\n", name, dev_a, dev_b,
+		       what, vc_note_buf[0] ? "; " : "", vc_note_buf, vp_now() - t0);
+	fflush(stdout);
+	return failed ? 1 : 0;
 }
 
 double vp_now(void)
@@ -131,21 +232,47 @@ long vp_pins_held(void)
 
 /* ---- devices ---------------------------------------------------------------- */
 
-int vp_dev_open(struct vp_dev *d, const char *name)
+void vp_die_errno(const char *what)
+{
+	vp_die("%s: %s", what, strerror(errno));
+}
+
+struct ibv_context *vp_try_open(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i, err;
+	struct ibv_context *ctx = NULL;
+	int i;
+
+	if (!list)
+		return NULL;
+	for (i = 0; list[i] && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!ctx && !errno)
+		errno = ENODEV;
+	return ctx;
+}
+
+struct ibv_context *vp_open(const char *name)
+{
+	struct ibv_context *ctx = vp_try_open(name);
+
+	if (!ctx)
+		vp_die("cannot open %s: %s", name, strerror(errno));
+	return ctx;
+}
+
+int vp_dev_open(struct vp_dev *d, const char *name)
+{
+	int err;
 
 	memset(d, 0, sizeof(*d));
 	d->name = name;
-	if (!list)
-		return errno;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			d->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	errno = 0;
+	d->ctx = vp_try_open(name);
 	if (!d->ctx)
-		return ENODEV;
+		return errno;
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd) {
 		err = errno;

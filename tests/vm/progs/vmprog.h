@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Helpers shared by the guest stress programs (lifetimes.c, limits.c,
- * scale.c): devices, connected RC QPs, registered buffers, completion
- * bookkeeping, the pinned-page count, and a raw-frame flood.
+ * Helpers shared by the guest test programs: results (a running count of
+ * failed checks, or named cases each ending in one PASS/FAIL line), and for
+ * the stress programs (lifetimes.c, limits.c, scale.c) devices, connected
+ * RC QPs, registered buffers, completion bookkeeping, the pinned-page count
+ * and a raw-frame flood.
  *
  * Everything here reports failures to the caller (these programs assert
  * what happens when verbs fail); only true setup failures call vp_die().
@@ -24,13 +26,45 @@
 extern int vp_fails;
 
 void vp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* vp_die("WHAT: strerror(errno)"). */
+void vp_die_errno(const char *what) __attribute__((noreturn));
 /* Record a failed check: prints "FAIL <what>: ..." and counts it. */
 void vp_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Check cond; on failure vp_fail() with the message. Returns cond. */
 bool vp_check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * A check on one line of its own: "ok: MSG", or "FAIL: MSG [COND]" counted
+ * in vp_fails (the shell scripts count the FAIL: lines).  Returns ok.
+ */
+#define CHECK(cond, ...) vp_ok(!!(cond), #cond, __VA_ARGS__)
+bool vp_ok(bool ok, const char *cond, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 double vp_now(void);
 void vp_sleep_us(long us);
+
+/* ---- cases ------------------------------------------------------------------ */
+
+/*
+ * The programs that run named cases (verbs_errors.c, verbs_ex.c,
+ * ring_attack.c) collect a case's failures and notes and print one line
+ * per case.  Thread safe: a case's helper threads may fail it too.
+ */
+void vc_start(void);
+/* Count a failure of the current case and append its message. */
+void vc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Append to the current case's note (printed on its PASS or FAIL line). */
+void vc_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Failures of the current case so far. */
+int vc_fails(void);
+const char *vc_message(void);
+/*
+ * Print "PASS name [a-b]: what; notes (T s)" or "FAIL name [a-b]: messages
+ * (note: notes)"; the shell scripts key on the first word. 1 if it failed.
+ */
+int vc_end(const char *name, const char *dev_a, const char *dev_b,
+	   const char *what, double t0);
 
 /* A seeded generator (xorshift64*), so a run can be repeated with -s. */
 uint64_t vp_rand(uint64_t *state);
@@ -52,6 +86,10 @@ struct vp_dev {
 	uint8_t mac[6];		/* from GID 0 (fe80:: + EUI-64 of the MAC) */
 };
 
+/* Open the verbs device called @name: its context, or NULL with errno set. */
+struct ibv_context *vp_try_open(const char *name);
+/* The same, or vp_die() ("setup: cannot open NAME: ..."). */
+struct ibv_context *vp_open(const char *name);
 /* Open device @name, allocate a PD, read GID 0. 0 or an errno. */
 int vp_dev_open(struct vp_dev *d, const char *name);
 /* Dealloc the PD and close; returns the first nonzero verbs status. */
