@@ -28,13 +28,9 @@ vm_log "pinned pages at start: $base_pins; $(res_summary)"
 # clean WHAT: nothing left on the mbcf devices, pins back to the baseline.
 # Teardown of a killed process is asynchronous (uverbs close): poll a while.
 clean() {
-	local what=$1 t end=$((SECONDS + 30)) q c m p pins
-	while :; do
-		q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-		[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-		[ "$SECONDS" -ge "$end" ] && break
-		sleep 0.5
-	done
+	local what=$1 t q c m p pins
+	vm_wait_clean "$base_pins" 30
+	q=$VM_QP c=$VM_CQ m=$VM_MR p=$VM_PD pins=$VM_PINS
 	local rc=0
 	assert_eq 0 "$q" "QPs on mbcf0/1 after $what" || rc=1
 	assert_eq 0 "$c" "CQs on mbcf0/1 after $what" || rc=1

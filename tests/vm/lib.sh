@@ -86,6 +86,35 @@ vm_res() {
 	echo $((all - kern))
 }
 
+# vm_wait_clean BASE_PINS SECONDS: poll until no process-owned QP, CQ, MR or
+# PD is left on the mbcf devices and the pinned-page count is back at
+# BASE_PINS, for at most SECONDS (a killed process is torn down
+# asynchronously, by uverbs' close).  The last counts are left in VM_QP,
+# VM_CQ, VM_MR, VM_PD and VM_PINS for the caller's assertions; returns 0
+# when clean.
+vm_wait_clean() {
+	local end=$((SECONDS + $2))
+	while :; do
+		VM_QP=$(vm_res qp) VM_CQ=$(vm_res cq) VM_MR=$(vm_res mr) VM_PD=$(vm_res pd)
+		VM_PINS=$(vm_pins_held)
+		[ "$VM_QP$VM_CQ$VM_MR$VM_PD" = 0000 ] && [ "$VM_PINS" = "$1" ] && return 0
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.5
+	done
+}
+
+# vm_assert_clean WHAT BASE_PINS SECONDS: vm_wait_clean, then assert (one
+# line each) that nothing is left and the pins are back; on failure show
+# what is left.  0 when clean.
+vm_assert_clean() {
+	local rc=0
+	vm_wait_clean "$2" "$3"
+	assert_eq 0000 "$VM_QP$VM_CQ$VM_MR$VM_PD" "QP/CQ/MR/PD count on mbcf devices after $1" || rc=1
+	assert_eq "$2" "$VM_PINS" "pinned pages after $1" || rc=1
+	[ "$rc" = 0 ] || rdma resource show 2>&1 | grep mbcf | head -n 10
+	return "$rc"
+}
+
 # vm_require_mbcf: exit the script unless the topology created mbcf0 and
 # mbcf1 and both ports are ACTIVE (every mbcf test starts with this).
 vm_require_mbcf() {

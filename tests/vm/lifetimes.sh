@@ -50,19 +50,7 @@ vm_log "pinned pages at start: $base_pins"
 
 # clean WHAT: nothing left on the mbcf devices, pins back to the baseline
 # (a killed process is torn down asynchronously: poll a while).
-clean() {
-	local what=$1 end=$((SECONDS + 60)) q c m p pins rc=0
-	while :; do
-		q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-		[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-		[ "$SECONDS" -ge "$end" ] && break
-		sleep 0.5
-	done
-	assert_eq 0000 "$q$c$m$p" "QP/CQ/MR/PD count on mbcf devices after $what" || rc=1
-	assert_eq "$base_pins" "$pins" "pinned pages after $what" || rc=1
-	[ "$rc" = 0 ] || rdma resource show 2>&1 | grep mbcf | head -n 10
-	return "$rc"
-}
+clean() { vm_assert_clean "$1" "$base_pins" 60; }
 
 # balance DEV: rx_frames equals the sum of the verdict counters.
 balance() {

@@ -50,18 +50,7 @@ kmem() {
 
 base_pins=$(vm_pins_held)
 
-clean() {
-	local what=$1 end=$((SECONDS + 60)) q c m p pins rc=0
-	while :; do
-		q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-		[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-		[ "$SECONDS" -ge "$end" ] && break
-		sleep 0.5
-	done
-	assert_eq 0000 "$q$c$m$p" "QP/CQ/MR/PD count on mbcf devices after $what" || rc=1
-	assert_eq "$base_pins" "$pins" "pinned pages after $what" || rc=1
-	return "$rc"
-}
+clean() { vm_assert_clean "$1" "$base_pins" 60; }
 
 # event NAME: a counter of the hog cgroup's memory.events
 event() {

@@ -142,13 +142,8 @@ for dev in mbcf0 mbcf1; do
 done
 
 # --- nothing left ----------------------------------------------------------------------------
-end=$((SECONDS + 30))
-while :; do
-	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-	[ "$SECONDS" -ge "$end" ] && break
-	sleep 0.5
-done
+vm_wait_clean "$base_pins" 30
+q=$VM_QP c=$VM_CQ m=$VM_MR p=$VM_PD pins=$VM_PINS
 check assert_eq 0 "$q" "mbcf QPs left"
 check assert_eq 0 "$c" "mbcf CQs left"
 check assert_eq 0 "$m" "mbcf MRs left"

@@ -75,13 +75,8 @@ tk=$(vm_elapsed_since "$t")
 # the teardown runs in the exit path: nothing may be left when wait returns
 left=$(($(vm_res qp) + $(vm_res cq) + $(vm_res mr) + $(vm_res pd)))
 check assert_eq 0 "$left" "QPs+CQs+MRs+PDs left on mbcf devices when the killed process was reaped"
-end=$((SECONDS + 300))
-while :; do
-	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-	[ "$SECONDS" -ge "$end" ] && break
-	sleep 0.5
-done
+vm_wait_clean "$base_pins" 300
+q=$VM_QP c=$VM_CQ m=$VM_MR p=$VM_PD pins=$VM_PINS
 vm_log "teardown: SIGKILL to reaped (every object destroyed) $tk s; pins checked after $(vm_elapsed_since "$t") s"
 check assert_eq 0000 "$q$c$m$p" "QP/CQ/MR/PD count on mbcf devices after SIGKILL"
 check assert_eq "$base_pins" "$pins" "pinned pages after SIGKILL"

@@ -90,13 +90,8 @@ kill -KILL "$hpid"
 wait "$hpid" 2>/dev/null
 
 # Everything the runs made is gone (the process has exited).
-end=$((SECONDS + 30))
-while :; do
-	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-	[ "$SECONDS" -ge "$end" ] && break
-	sleep 0.5
-done
+vm_wait_clean "$base_pins" 30
+q=$VM_QP c=$VM_CQ m=$VM_MR p=$VM_PD pins=$VM_PINS
 check assert_eq 0 "$q" "QPs on mbcf0/1 at the end"
 check assert_eq 0 "$c" "CQs on mbcf0/1 at the end"
 check assert_eq 0 "$m" "MRs on mbcf0/1 at the end"

@@ -151,13 +151,8 @@ check assert_eq 0 "$(($(softnet_drops) - sn0))" "frames dropped at the softnet b
 check assert_eq 0 "$(($(link_drops veth0) + $(link_drops veth1 ns1) - ld0))" "frames dropped by veth0/veth1"
 
 # --- objects and pins back to zero; the device and module go away cleanly ---------------
-end=$((SECONDS + 30))
-while :; do
-	q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
-	[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
-	[ "$SECONDS" -ge "$end" ] && break
-	sleep 0.5
-done
+vm_wait_clean "$base_pins" 30
+q=$VM_QP c=$VM_CQ m=$VM_MR p=$VM_PD pins=$VM_PINS
 check assert_eq "0 0 0 0" "$q $c $m $p" "QPs CQs MRs PDs left on mbcf0/1"
 check assert_eq "$base_pins" "$pins" "pinned pages after the run"
 check assert_cmd rdma link delete mbcf0
