@@ -42,7 +42,8 @@
  *   as its peer or its link may go first).  A dead device's context must
  *   deliver exactly the events listed (EV* = any number of EV there),
  *   ending with DEVICE_FATAL; its CQs then give what is left (SUCCESS or
- *   FLUSH, each request once, in order) and -1/EIO; posting fails with EIO;
+ *   FLUSH, each request once, in order -- or one LOC_PROT_ERR among them,
+ *   see note_deaths) and -1/EIO; posting fails with EIO;
  *   reg_mr, create_cq/qp, alloc_pd, query_qp, req_notify_cq fail with EIO;
  *   every destroy and close succeeds.  A device not named must deliver no
  *   event, and each of its QPs must end in ERR, its requests completing
@@ -1122,14 +1123,15 @@ static void dead_verbs(struct hdev *h, struct vp_ep *e, struct st_stream *s)
 
 /*
  * A QP of a dead device: what its CQ still holds is SUCCESS or FLUSH (the
- * stream checks order and once-only), then -1 with EIO.
+ * stream checks order and once-only; see note_deaths for the one other
+ * error it may hold), then -1 with EIO.
  */
 static void dead_drain(struct hdev *h, struct st_stream *s)
 {
 	double end = vp_now() + 5;
 
 	s->posting = false;
-	s->err_ok = 1 << IBV_WC_WR_FLUSH_ERR;
+	s->err_ok = 1 << IBV_WC_WR_FLUSH_ERR | (s->err_ok & 1 << IBV_WC_LOC_PROT_ERR);
 	while (s->polling && vp_now() < end)
 		st_poll(s);
 	vp_check(!s->polling && s->poll_err == EIO,
@@ -1159,10 +1161,22 @@ static void note_deaths(struct st_stream **all, int n)
 {
 	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (removal_announced ||
 		    (hdev_of(all[i]) == &hdevs[0] ? &hdevs[1] : &hdevs[0])->dead)
 			all[i]->err_ok |= 1 << IBV_WC_RETRY_EXC_ERR;
+		/*
+		 * A device about to die: uverbs queues DEVICE_FATAL, then
+		 * destroys the context's objects newest first, so an MR may go
+		 * before the QP that uses it.  A request with frames still to
+		 * build from it then fails with LOC_PROT_ERR, as after any
+		 * dereg_mr (an unfinished one before it flushed ahead of it),
+		 * and we may poll that before we read the event.
+		 */
+		if (removal_announced && hdev_of(all[i])->nexpect)
+			all[i]->err_ok |= 1 << IBV_WC_LOC_PROT_ERR |
+					  1 << IBV_WC_WR_FLUSH_ERR;
+	}
 }
 
 static void check_events(struct hdev *h)
