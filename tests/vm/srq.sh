@@ -116,7 +116,7 @@ vm_dmesg_mark
 # positive.  ibv_srq_pingpong: -n exchanges in all.
 S='[[:space:]]+'
 F='[0-9.]+'
-P='[0-9]*\.?[0-9]*[1-9]'
+P='([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)'
 
 for q in 1 4; do
 	pair "ib_send_bw --use-srq -q $q" "^ 65536$S$((1000 * q))$S$F$S$F$S$P" \
