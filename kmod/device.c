@@ -87,6 +87,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON_ONCE(atomic_read(&dev->cq_count));
 	WARN_ON_ONCE(atomic_read(&dev->qp_count));
 	mbcf_net_stop(dev);
+	mbcf_pacer_fini(&dev->pacer);
 	WARN_ON_ONCE(!xa_empty(&dev->qp_xa));
 	xa_destroy(&dev->qp_xa);
 	free_percpu(dev->rx_ctr);
@@ -137,6 +138,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	mbcf_mr_dev_init(dev);
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
+	mbcf_pacer_init(&dev->pacer);
 
 	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
 	dev->ibdev.phys_port_cnt = 1;

@@ -36,6 +36,7 @@ static const struct verbs_context_ops mbcf_ctx_ops = {
 	.destroy_qp = mbcf_qp_destroy,
 	.free_context = mbcf_free_context,
 	.modify_qp = mbcf_qp_modify,
+	.modify_qp_rate_limit = mbcf_qp_modify_rate_limit,
 	.poll_cq = mbcf_cq_poll,
 	.post_recv = mbcf_qp_post_recv,
 	.post_send = mbcf_qp_post_send,
