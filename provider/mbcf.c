@@ -54,6 +54,7 @@ static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,
 	struct mbcf_get_context_resp resp = {};
 	struct ibv_get_context cmd = {};
 	struct mbcf_context *ctx;
+	const char *rate;
 	int ret;
 
 	/*
@@ -79,6 +80,9 @@ static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,
 	}
 	ctx->kernel_abi = resp.drv.abi_version;
 	ctx->max_inline = resp.drv.max_inline;
+	rate = getenv("MBCF_QP_RATE_LIMIT");
+	if (rate)
+		ctx->default_rate = (uint32_t)strtoul(rate, NULL, 0);
 
 	verbs_set_ops(&ctx->vctx, &mbcf_ctx_ops);
 	return &ctx->vctx;

@@ -39,6 +39,9 @@ struct mbcf_context {
 	struct verbs_context vctx;
 	uint32_t kernel_abi;	/* mbcf_alloc_ucontext_resp.abi_version */
 	uint32_t max_inline;	/* mbcf_alloc_ucontext_resp.max_inline */
+	/* MBCF_QP_RATE_LIMIT (kbit/s): every RC/UC QP of the context is
+	 * paced at this rate from RTS, unless it sets its own (0: none) */
+	uint32_t default_rate;
 };
 
 /* A completion queue: the kernel produces ib_uverbs_wc entries, we consume. */

@@ -210,6 +210,24 @@ int mbcf_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	struct ibv_modify_qp_ex cmd_ex = {};
 	struct ibv_modify_qp cmd = {};
 
+	struct mbcf_context *ctx = to_mctx(ibqp->context);
+	struct ibv_qp_attr with_rate;
+
+	/*
+	 * MBCF_QP_RATE_LIMIT: pace an application that knows nothing of
+	 * ibv_modify_qp_rate_limit() (perftest's HW rate limit is the IB
+	 * static rate, for InfiniBand links only): the rate goes in with the
+	 * transition to RTS.
+	 */
+	if (ctx->default_rate && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RTS && ibqp->state != IBV_QPS_RTS &&
+	    !(attr_mask & IBV_QP_RATE_LIMIT) &&
+	    (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC)) {
+		with_rate = *attr;
+		with_rate.rate_limit = ctx->default_rate;
+		attr = &with_rate;
+		attr_mask |= IBV_QP_RATE_LIMIT;
+	}
 	/* IBV_QP_RATE_LIMIT travels in the extended command only */
 	if (attr_mask & IBV_QP_RATE_LIMIT)
 		return ibv_cmd_modify_qp_ex(ibqp, attr, attr_mask, &cmd_ex,

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mbcf_pacing_test: per-QP pacing (ibv_modify_qp_rate_limit) end to end.
+ *
+ *  - packet_pacing_caps of ibv_query_device_ex: min, max, RC and UC;
+ *  - bad input: a rate above the maximum or below the minimum is EINVAL,
+ *    0 removes the limit, a UD QP is EOPNOTSUPP, a burst size is EINVAL,
+ *    IBV_QP_RATE_LIMIT is accepted with the RTS transition too;
+ *  - 16 RC QPs paced at different rates (-r BASE: QP i at (i + 1) * BASE
+ *    kbit/s) beside one unpaced QP streaming 64 KiB writes, A -> B: each
+ *    paced QP's rate, measured at the receiver from the completion times of
+ *    its one-frame WRITE_WITH_IMM messages over -t seconds, is within
+ *    -p percent of its target (the rate counts whole Ethernet frames);
+ *  - 0 removes the limit: the QP then runs far above its old rate.
+ *
+ *   mbcf_pacing_test -a DEV -b DEV [-r BASE_KBPS] [-t SECONDS] [-p PERCENT]
+ * Prints "ok: ..." per check, "FAIL: ..." per failure, "rate: ..." per QP;
+ * the exit status is the number of failures (capped at 100), 2 for setup
+ * errors.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NPACED		16
+#define NQP		(NPACED + 1)	/* the last one is unpaced */
+#define MSG		1024		/* one frame at MTU 1500 */
+/* Ethernet header (14) + MBCF WRITE_IMM header (44, docs/protocol.md) */
+#define FRAME		(14 + 44 + MSG)
+#define DEPTH		64		/* sends in flight per paced QP */
+#define BULK		65536		/* the unpaced QP's writes */
+#define BULK_DEPTH	4
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (cond) {						\
+			printf("ok: " __VA_ARGS__);			\
+		} else {						\
+			failures++;					\
+			printf("FAIL: " __VA_ARGS__);			\
+		}							\
+		printf(" [%s]\n", #cond);				\
+	} while (0)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct side {
+	const char *name;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[NQP];
+	union ibv_gid gid;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct side A, B;
+static size_t buf_len = (size_t)NQP * BULK;
+
+static void open_side(struct side *s, const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	if (!list)
+		die("ibv_get_device_list");
+	s->name = name;
+	for (i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			s->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!s->ctx) {
+		fprintf(stderr, "setup: cannot open %s\n", name);
+		exit(2);
+	}
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 4096, NULL, NULL, 0);
+	s->buf = calloc(1, buf_len);
+	if (!s->pd || !s->cq || !s->buf || ibv_query_gid(s->ctx, 1, 0, &s->gid))
+		die("pd / cq / gid");
+	s->mr = ibv_reg_mr(s->pd, s->buf, buf_len, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE);
+	if (!s->mr)
+		die("ibv_reg_mr");
+}
+
+static struct ibv_qp *make_qp(struct side *s, enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = type,
+		.cap = { .max_send_wr = 128, .max_recv_wr = 256,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_all = 1,
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+
+	if (!qp)
+		die("ibv_create_qp");
+	return qp;
+}
+
+static void to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_LOCAL_WRITE };
+	int m = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = 0x11111111;
+		m |= IBV_QP_QKEY;
+	} else {
+		m |= IBV_QP_ACCESS_FLAGS;
+	}
+	if (ibv_modify_qp(qp, &a, m))
+		die("INIT");
+}
+
+/* RTR and RTS against peer; rts_rate != 0 goes in with the RTS transition */
+static int connect_qp(struct ibv_qp *qp, struct ibv_qp *peer,
+		      const union ibv_gid *dgid, uint32_t rts_rate)
+{
+	struct ibv_qp_attr a = {};
+
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer->qp_num;
+	a.rq_psn = peer->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = qp->qp_num;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	a.rate_limit = rts_rate;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+			     (rts_rate ? IBV_QP_RATE_LIMIT : 0));
+}
+
+static int set_rate(struct ibv_qp *qp, uint32_t kbps)
+{
+	struct ibv_qp_rate_limit_attr r = { .rate_limit = kbps };
+
+	return ibv_modify_qp_rate_limit(qp, &r);
+}
+
+static struct ibv_packet_pacing_caps caps;
+
+static void check_caps(struct side *s)
+{
+	struct ibv_device_attr_ex dx = {};
+	struct ibv_port_attr pa;
+
+	CHECK(ibv_query_device_ex(s->ctx, NULL, &dx) == 0, "%s: query_device_ex",
+	      s->name);
+	caps = dx.packet_pacing_caps;
+	printf("caps: %s qp_rate_limit_min %u max %u supported_qpts 0x%x\n",
+	       s->name, caps.qp_rate_limit_min, caps.qp_rate_limit_max,
+	       caps.supported_qpts);
+	CHECK(caps.qp_rate_limit_min == 8, "%s: qp_rate_limit_min 8 kbit/s",
+	      s->name);
+	CHECK(caps.qp_rate_limit_max >= 1000000 &&
+	      caps.qp_rate_limit_max <= 100000000,
+	      "%s: qp_rate_limit_max is a link's speed (%u kbit/s)", s->name,
+	      caps.qp_rate_limit_max);
+	CHECK(caps.supported_qpts == (1u << IBV_QPT_RC | 1u << IBV_QPT_UC),
+	      "%s: supported_qpts RC and UC", s->name);
+	CHECK(ibv_query_port(s->ctx, 1, &pa) == 0, "%s: query_port", s->name);
+}
+
+static void check_bad_input(void)
+{
+	struct ibv_qp *qp = make_qp(&A, IBV_QPT_RC), *peer = make_qp(&B, IBV_QPT_RC);
+	struct ibv_qp *uc = make_qp(&A, IBV_QPT_UC), *ud = make_qp(&A, IBV_QPT_UD);
+	struct ibv_qp_rate_limit_attr r = {};
+	uint32_t max = caps.qp_rate_limit_max, min = caps.qp_rate_limit_min;
+
+	CHECK(set_rate(qp, 1000) == EINVAL, "RC in RESET: EINVAL");
+	to_init(qp);
+	to_init(peer);
+	CHECK(set_rate(qp, 1000) == 0, "RC in INIT: a rate is accepted");
+	CHECK(connect_qp(qp, peer, &B.gid, 0) == 0, "RC: to RTS");
+	CHECK(connect_qp(peer, qp, &A.gid, 0) == 0, "peer: to RTS");
+	CHECK(set_rate(qp, max + 1) == EINVAL, "above qp_rate_limit_max: EINVAL");
+	CHECK(set_rate(qp, UINT32_MAX) == EINVAL, "2^32-1 kbit/s: EINVAL");
+	CHECK(set_rate(qp, min - 1) == EINVAL, "below qp_rate_limit_min: EINVAL");
+	CHECK(set_rate(qp, 1) == EINVAL, "1 kbit/s: EINVAL");
+	CHECK(set_rate(qp, max) == 0, "qp_rate_limit_max itself");
+	CHECK(set_rate(qp, min) == 0, "qp_rate_limit_min itself");
+	CHECK(set_rate(qp, 0) == 0, "0 removes the limit");
+	CHECK(set_rate(qp, 0) == 0, "0 again");
+	r.rate_limit = 1000;
+	r.max_burst_sz = 3000;
+	CHECK(ibv_modify_qp_rate_limit(qp, &r) == EINVAL, "a burst size: EINVAL");
+	r.max_burst_sz = 0;
+	r.typical_pkt_sz = 1500;
+	CHECK(ibv_modify_qp_rate_limit(qp, &r) == EINVAL,
+	      "a typical packet size: EINVAL");
+	r.typical_pkt_sz = 0;
+	r.comp_mask = 1;
+	CHECK(ibv_modify_qp_rate_limit(qp, &r) == EINVAL, "a comp_mask: EINVAL");
+	to_init(uc);
+	CHECK(set_rate(uc, 5000) == 0, "UC: a rate is accepted");
+	CHECK(set_rate(uc, max + 1) == EINVAL, "UC above the maximum: EINVAL");
+	to_init(ud);
+	CHECK(set_rate(ud, 5000) == EOPNOTSUPP, "UD: EOPNOTSUPP (not supported)");
+	CHECK(set_rate(ud, 0) == EOPNOTSUPP, "UD, 0: EOPNOTSUPP");
+	ibv_destroy_qp(qp);
+	ibv_destroy_qp(peer);
+	ibv_destroy_qp(uc);
+	ibv_destroy_qp(ud);
+}
+
+/* ---- the rates ---------------------------------------------------------------- */
+
+struct tally {
+	long n;			/* completions inside the window */
+	double first, last;	/* their times */
+	long total;
+};
+
+static struct tally rx[NQP];
+static int inflight[NQP];
+static double win0, win1;
+
+static void post_send(int i)
+{
+	size_t len = i < NPACED ? MSG : BULK;
+	struct ibv_sge sge = { (uintptr_t)A.buf + (size_t)i * BULK, len, A.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = i, .sg_list = &sge, .num_sge = 1,
+		.opcode = i < NPACED ? IBV_WR_RDMA_WRITE_WITH_IMM :
+				       IBV_WR_RDMA_WRITE,
+		.imm_data = htonl(i),
+		.wr.rdma = { (uintptr_t)B.buf + (size_t)i * BULK, B.mr->rkey },
+	}, *bad;
+
+	if (ibv_post_send(A.qp[i], &wr, &bad))
+		die("ibv_post_send");
+	inflight[i]++;
+}
+
+static void post_recv(int i)
+{
+	struct ibv_recv_wr wr = { .wr_id = i }, *bad;
+
+	if (ibv_post_recv(B.qp[i], &wr, &bad))
+		die("ibv_post_recv");
+}
+
+static void fill(void)
+{
+	int i;
+
+	for (i = 0; i < NQP; i++)
+		while (inflight[i] < (i < NPACED ? DEPTH : BULK_DEPTH))
+			post_send(i);
+}
+
+/* Run for secs; completions inside [win0, win1) are tallied. */
+static void run(double secs)
+{
+	double end = now_s() + secs, t;
+	struct ibv_wc wc[64];
+	int n, k, idle;
+
+	while ((t = now_s()) < end) {
+		idle = 1;
+		n = ibv_poll_cq(A.cq, 64, wc);
+		for (k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "send: %s\n",
+					ibv_wc_status_str(wc[k].status));
+				exit(2);
+			}
+			inflight[wc[k].wr_id]--;
+			idle = 0;
+		}
+		fill();
+		n = ibv_poll_cq(B.cq, 64, wc);
+		t = now_s();
+		for (k = 0; k < n; k++) {
+			int i = (int)wc[k].wr_id;
+
+			if (wc[k].status != IBV_WC_SUCCESS || i >= NPACED) {
+				fprintf(stderr, "recv: %s\n",
+					ibv_wc_status_str(wc[k].status));
+				exit(2);
+			}
+			rx[i].total++;
+			if (t >= win0 && t < win1) {
+				if (!rx[i].n++)
+					rx[i].first = t;
+				rx[i].last = t;
+			}
+			post_recv(i);
+			idle = 0;
+		}
+		if (idle)
+			usleep(100);
+	}
+}
+
+static double measured_kbps(const struct tally *x)
+{
+	if (x->n < 2 || x->last <= x->first)
+		return 0;
+	return (x->n - 1) * FRAME * 8.0 / (x->last - x->first) / 1000.0;
+}
+
+static void check_rates(uint32_t base, double secs, double pct)
+{
+	uint32_t rate[NPACED];
+	long bulk0;
+	double t, kb, sum = 0;
+	int i;
+
+	for (i = 0; i < NQP; i++) {
+		A.qp[i] = make_qp(&A, IBV_QPT_RC);
+		B.qp[i] = make_qp(&B, IBV_QPT_RC);
+		to_init(A.qp[i]);
+		to_init(B.qp[i]);
+	}
+	for (i = 0; i < NQP; i++) {
+		rate[i % NPACED] = (uint32_t)(i % NPACED + 1) * base;
+		if (connect_qp(B.qp[i], A.qp[i], &A.gid, 0))
+			die("RTS B");
+		/* half get the rate with RTS, half afterwards */
+		if (connect_qp(A.qp[i], B.qp[i], &B.gid,
+			       i < NPACED && i % 2 ? rate[i] : 0))
+			die("RTS A");
+		if (i < NPACED && !(i % 2))
+			CHECK(set_rate(A.qp[i], rate[i]) == 0,
+			      "QP %d: ibv_modify_qp_rate_limit %u kbit/s", i, rate[i]);
+	}
+	for (i = 0; i < NPACED; i++)
+		for (int k = 0; k < 256; k++)
+			post_recv(i);
+
+	t = now_s();
+	win0 = t + 0.5;		/* warm up: windows fill, clocks settle */
+	win1 = win0 + secs;
+	fill();
+	run(0.5 + secs);
+	bulk0 = 0;
+	for (i = 0; i < NPACED; i++) {
+		kb = measured_kbps(&rx[i]);
+		sum += kb;
+		printf("rate: QP %2d target %6u kbit/s measured %9.1f kbit/s (%+.2f %%) "
+		       "over %ld messages\n", i, rate[i], kb,
+		       (kb / rate[i] - 1) * 100, rx[i].n);
+		CHECK(kb >= rate[i] * (1 - pct / 100) && kb <= rate[i] * (1 + pct / 100),
+		      "QP %d within %.0f %% of %u kbit/s (%.1f)", i, pct, rate[i], kb);
+	}
+	printf("rate: paced sum %.1f kbit/s\n", sum);
+
+	/* 0 removes the limit: QP 0 (the slowest) now runs unhindered */
+	CHECK(set_rate(A.qp[0], 0) == 0, "QP 0: rate 0 (unpaced)");
+	memset(rx, 0, sizeof(rx));
+	win0 = now_s() + 0.1;
+	win1 = win0 + 0.4;
+	run(0.5);
+	kb = measured_kbps(&rx[0]);
+	printf("rate: QP  0 unpaced %.1f kbit/s\n", kb);
+	CHECK(kb > 4.0 * rate[0], "QP 0 unpaced runs far above its old %u kbit/s (%.1f)",
+	      rate[0], kb);
+	(void)bulk0;
+
+	/* drain: no new sends, let what is in flight complete */
+	for (i = 0; i < NQP; i++)
+		set_rate(A.qp[i], 0);
+	for (double end = now_s() + 5; now_s() < end;) {
+		struct ibv_wc wc[64];
+		int n = ibv_poll_cq(A.cq, 64, wc), busy = 0;
+
+		for (int k = 0; k < n; k++)
+			inflight[wc[k].wr_id]--;
+		ibv_poll_cq(B.cq, 64, wc);
+		for (i = 0; i < NQP; i++)
+			busy += inflight[i];
+		if (!busy)
+			break;
+		usleep(1000);
+	}
+	for (i = 0; i < NQP; i++)
+		CHECK(inflight[i] == 0, "QP %d: everything completed", i);
+	for (i = 0; i < NQP; i++) {
+		ibv_destroy_qp(A.qp[i]);
+		ibv_destroy_qp(B.qp[i]);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *a = NULL, *b = NULL;
+	uint32_t base = 1000;
+	double secs = 1.0, pct = 5.0;
+	int c;
+
+	while ((c = getopt(argc, argv, "a:b:r:t:p:")) != -1) {
+		switch (c) {
+		case 'a': a = optarg; break;
+		case 'b': b = optarg; break;
+		case 'r': base = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 't': secs = atof(optarg); break;
+		case 'p': pct = atof(optarg); break;
+		default:
+			fprintf(stderr, "usage: %s -a DEV -b DEV [-r KBPS] [-t S] [-p PCT]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (!a || !b || !base || secs <= 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	open_side(&A, a);
+	open_side(&B, b);
+	check_caps(&A);
+	check_bad_input();
+	check_rates(base, secs, pct);
+	ibv_dereg_mr(A.mr);
+	ibv_dereg_mr(B.mr);
+	ibv_destroy_cq(A.cq);
+	ibv_destroy_cq(B.cq);
+	ibv_dealloc_pd(A.pd);
+	ibv_dealloc_pd(B.pd);
+	ibv_close_device(A.ctx);
+	ibv_close_device(B.ctx);
+	printf("pacing_test: %d failure(s)\n", failures);
+	return failures > 100 ? 100 : failures;
+}
