@@ -283,6 +283,11 @@ void mbcf_conn_set_rate(struct mbcf_conn *c, u32 kbps, u64 now)
 		conn_settle(c, now);
 }
 
+void mbcf_conn_set_pace_slack(struct mbcf_conn *c, u64 slack_ns)
+{
+	c->pace.slack_ns = slack_ns;
+}
+
 bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due)
 {
 	if (c->state != MBCF_CONN_RTS || !c->pace_wait || !c->pace.kbps)

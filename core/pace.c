@@ -55,6 +55,7 @@ void mbcf_pace_set(struct mbcf_pace *p, u32 kbps, u64 now)
 	if (!kbps || !p->kbps || !p->primed) {
 		/* unpaced, or paced afresh: the first frame leaves at once */
 		p->primed = false;
+		p->held = false;
 	} else if (!pace_after_eq(now, p->next)) {
 		/*
 		 * A frame sent at the old rate is still "on the wire": what
@@ -75,14 +76,26 @@ bool mbcf_pace_ready(const struct mbcf_pace *p, u64 now)
 
 /*
  * Where the clock starts for a frame of cost ns sent at now: where it
- * stands, but never more than one frame's time in the past.  A flow that
- * was idle, or served late, gets at most one frame of credit: at most two
- * frames leave back to back (PSPacer's bound of 2 MTU).
+ * stands, but never more than one frame's time in the past -- a flow that
+ * was idle gets one frame of credit, so at most two frames leave back to
+ * back (PSPacer's bound of 2 MTU).  A flow the clock held back (held) and
+ * that was served late by the environment's timer keeps up to slack_ns of
+ * the lateness: it sends what it owes now, the average rate stays exact,
+ * and the burst is as long as the timer was late (never longer than
+ * slack_ns worth of frames).
  */
 static u64 pace_start(const struct mbcf_pace *p, u64 cost, u64 now, bool *clamped)
 {
-	*clamped = !p->primed || (s64)(now - p->next) > (s64)cost;
-	return *clamped ? now - cost : p->next;
+	u64 lag = p->held && p->slack_ns > cost ? p->slack_ns : cost;
+
+	*clamped = !p->primed || (s64)(now - p->next) > (s64)lag;
+	return *clamped ? now - lag : p->next;
+}
+
+void mbcf_pace_hold(struct mbcf_pace *p)
+{
+	if (p->kbps)
+		p->held = true;
 }
 
 u64 mbcf_pace_peek(const struct mbcf_pace *p, u32 bytes, u64 now)
@@ -110,4 +123,6 @@ void mbcf_pace_sent(struct mbcf_pace *p, u32 bytes, u64 now)
 		p->rem = 0;	/* the credit restarts the fraction too */
 	p->next = start + cost;
 	p->primed = true;
+	if ((s64)(p->next - now) > 0)
+		p->held = false;	/* caught up: owes nothing any more */
 }

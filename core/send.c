@@ -412,6 +412,7 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	/* paced: not before the clock, a first send or a go-back-N resend */
 	if (!mbcf_pace_ready(&c->pace, now)) {
 		c->pace_wait = true;
+		mbcf_pace_hold(&c->pace);
 		return false;
 	}
 	bytes = c->pace.kbps ? send_frame_bytes(c, m, i) : 0;

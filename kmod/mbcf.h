@@ -287,6 +287,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 /* main.c: module parameters */
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
+extern unsigned int mbcf_pace_slack_us;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);

@@ -706,6 +706,8 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 		if (err)
 			return -EINVAL;
 		/* a rate set in INIT paces the connection from its start */
+		mbcf_conn_set_pace_slack(&qp->conn, (u64)READ_ONCE(mbcf_pace_slack_us) *
+					 NSEC_PER_USEC);
 		mbcf_conn_set_rate(&qp->conn, qp->rate_kbps, mbcf_proto_now());
 		break;
 	case IB_QPS_RTS:

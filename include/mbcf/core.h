@@ -208,6 +208,10 @@ struct mbcf_pace {
 	u32 kbps;		/* rate, 1000 bit/s; 0 = unpaced */
 	u32 rem;		/* carried remainder of the last division */
 	bool primed;		/* next is valid (a frame was sent at this rate) */
+	bool held;		/* a frame waits for the clock: the flow is
+				 * backlogged, lateness up to slack_ns is owed */
+	u64 slack_ns;		/* the environment's timer lateness made up
+				 * for (0: one frame's time) */
 };
 
 /* One queued message (requester wr or responder response).  Internal. */
@@ -444,8 +448,11 @@ bool mbcf_pace_ready(const struct mbcf_pace *p, u64 now);
 /* The clock after a frame of bytes sent at now (changes nothing). */
 u64 mbcf_pace_peek(const struct mbcf_pace *p, u32 bytes, u64 now);
 /* A frame of bytes left at now: advance the clock (at most one frame of
- * credit for time the flow did not use: <= 2 frames back to back). */
+ * credit for time an idle flow did not use: <= 2 frames back to back; a
+ * held flow served late keeps up to slack_ns). */
 void mbcf_pace_sent(struct mbcf_pace *p, u32 bytes, u64 now);
+/* The clock held a frame back (mbcf_pace_ready was false for it). */
+void mbcf_pace_hold(struct mbcf_pace *p);
 
 /*
  * Pace the connection's sequenced frames (data, requests, read and atomic
@@ -453,6 +460,9 @@ void mbcf_pace_sent(struct mbcf_pace *p, u32 bytes, u64 now);
  * paced.  Sends what the new rate allows at once.
  */
 void mbcf_conn_set_rate(struct mbcf_conn *c, u32 kbps, u64 now);
+/* How late the environment's pacing timer may be without costing rate
+ * (the clock's slack_ns; 0 = one frame: bursts of at most 2 frames). */
+void mbcf_conn_set_pace_slack(struct mbcf_conn *c, u64 slack_ns);
 /* Does the connection want a kick (mbcf_conn_kick) at *due for its clock?
  * True when the last send stopped because the next frame was not due yet. */
 bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due);

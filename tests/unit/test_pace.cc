@@ -123,6 +123,58 @@ TEST(PaceClock, BurstsAreAtMostTwoFramesWhateverTheService)
 	EXPECT_GT(bursts2, 0);
 }
 
+TEST(PaceClock, ABackloggedFlowServedLateKeepsItsRateWithinTheSlack)
+{
+	// 8000 kbit/s, 1000-byte frames: 1 ms each; the timer may be 3 ms late
+	const uint64_t ms = 1000000;
+	mbcf_pace p = paced(8000);
+	p.slack_ns = 3 * ms;
+	mbcf_pace_sent(&p, 1000, 0);
+	mbcf_pace_sent(&p, 1000, 0);
+	ASSERT_FALSE(mbcf_pace_ready(&p, 0));
+	mbcf_pace_hold(&p);	// a frame waits: the flow is backlogged
+	// served 2.5 ms late: it owes the frames of those 2.5 ms and sends
+	// them now (a burst as long as the lateness), then it is on time again
+	uint64_t now = ms + 2500000;
+	int burst = 0;
+	while (mbcf_pace_ready(&p, now)) {
+		mbcf_pace_sent(&p, 1000, now);
+		burst++;
+	}
+	EXPECT_EQ(burst, 3);
+	EXPECT_EQ(p.next, 4 * ms);	// exactly where the rate says
+	EXPECT_FALSE(p.held);		// caught up
+	// served 10 ms late: only the slack is made up for
+	mbcf_pace_hold(&p);
+	now = 14 * ms;
+	burst = 0;
+	while (mbcf_pace_ready(&p, now)) {
+		mbcf_pace_sent(&p, 1000, now);
+		burst++;
+	}
+	EXPECT_EQ(burst, 4);		// 3 ms of slack + the frame itself
+	EXPECT_EQ(p.next, now + ms);
+	// an idle flow gets one frame of credit whatever the slack
+	now += 50 * ms;
+	burst = 0;
+	while (mbcf_pace_ready(&p, now)) {
+		mbcf_pace_sent(&p, 1000, now);
+		burst++;
+	}
+	EXPECT_EQ(burst, 2);
+	// slack 0: a held flow is treated like an idle one
+	mbcf_pace q = paced(8000);
+	mbcf_pace_sent(&q, 1000, 0);
+	mbcf_pace_sent(&q, 1000, 0);
+	mbcf_pace_hold(&q);
+	burst = 0;
+	while (mbcf_pace_ready(&q, 10 * ms)) {
+		mbcf_pace_sent(&q, 1000, 10 * ms);
+		burst++;
+	}
+	EXPECT_EQ(burst, 2);
+}
+
 TEST(PaceClock, RateChangeMidStreamRescalesTheWait)
 {
 	const uint64_t ms = 1000000;

@@ -13,7 +13,8 @@
  *    -p percent of its target (the rate counts whole Ethernet frames);
  *  - 0 removes the limit: the QP then runs far above its old rate.
  *
- *   mbcf_pacing_test -a DEV -b DEV [-r BASE_KBPS] [-t SECONDS] [-p PERCENT]
+ *   mbcf_pacing_test -a DEV -b DEV [-r BASE_KBPS] [-m MSG_BYTES] [-t SECONDS]
+ *                    [-p PERCENT]
  * Prints "ok: ..." per check, "FAIL: ..." per failure, "rate: ..." per QP;
  * the exit status is the number of failures (capped at 100), 2 for setup
  * errors.
@@ -32,9 +33,13 @@
 
 #define NPACED		16
 #define NQP		(NPACED + 1)	/* the last one is unpaced */
-#define MSG		1024		/* one frame at MTU 1500 */
-/* Ethernet header (14) + MBCF WRITE_IMM header (44, docs/protocol.md) */
-#define FRAME		(14 + 44 + MSG)
+/* MBCF headers (docs/protocol.md): WRITE 36 bytes, WRITE_IMM 44, after a
+ * 14-byte Ethernet header; a WRITE_IMM message's frames but the last are
+ * WRITEs carrying as much as a WRITE_IMM frame (MTU - 44). */
+#define ETH		14
+#define HDR_WRITE	36
+#define HDR_WRITE_IMM	44
+static uint32_t msg_len = 1024, mtu = 1500;
 #define DEPTH		64		/* sends in flight per paced QP */
 #define BULK		65536		/* the unpaced QP's writes */
 #define BULK_DEPTH	4
@@ -261,7 +266,7 @@ static double win0, win1;
 
 static void post_send(int i)
 {
-	size_t len = i < NPACED ? MSG : BULK;
+	size_t len = i < NPACED ? msg_len : BULK;
 	struct ibv_sge sge = { (uintptr_t)A.buf + (size_t)i * BULK, len, A.mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = i, .sg_list = &sge, .num_sge = 1,
@@ -337,11 +342,21 @@ static void run(double secs)
 	}
 }
 
+/* Bytes one paced message puts on the wire (what the rate counts). */
+static double msg_wire_bytes(void)
+{
+	uint32_t seg = mtu - HDR_WRITE_IMM;
+	uint32_t n = (msg_len + seg - 1) / seg;
+
+	return (double)(n - 1) * (ETH + HDR_WRITE + seg) +
+	       (ETH + HDR_WRITE_IMM + msg_len - (n - 1) * seg);
+}
+
 static double measured_kbps(const struct tally *x)
 {
 	if (x->n < 2 || x->last <= x->first)
 		return 0;
-	return (x->n - 1) * FRAME * 8.0 / (x->last - x->first) / 1000.0;
+	return (x->n - 1) * msg_wire_bytes() * 8.0 / (x->last - x->first) / 1000.0;
 }
 
 static void check_rates(uint32_t base, double secs, double pct)
@@ -433,20 +448,21 @@ int main(int argc, char **argv)
 	double secs = 1.0, pct = 5.0;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:b:r:t:p:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:r:t:p:m:")) != -1) {
 		switch (c) {
 		case 'a': a = optarg; break;
 		case 'b': b = optarg; break;
 		case 'r': base = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': secs = atof(optarg); break;
 		case 'p': pct = atof(optarg); break;
+		case 'm': msg_len = (uint32_t)strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: %s -a DEV -b DEV [-r KBPS] [-t S] [-p PCT]\n",
+			fprintf(stderr, "usage: %s -a DEV -b DEV [-r KBPS] [-m BYTES] [-t S] [-p PCT]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (!a || !b || !base || secs <= 0)
+	if (!a || !b || !base || secs <= 0 || !msg_len || msg_len > BULK)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	open_side(&A, a);
