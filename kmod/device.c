@@ -124,6 +124,11 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 		ib_dealloc_device(&dev->ibdev);
 		return NULL;
 	}
+	if (mbcf_pacer_init(&dev->pacer, ndev->name)) {
+		free_percpu(dev->rx_ctr);
+		ib_dealloc_device(&dev->ibdev);
+		return NULL;
+	}
 	/* Dropped by mbcf_device_dealloc_driver(), on every path. */
 	dev->ndev = ndev;
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
@@ -138,7 +143,6 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	mbcf_mr_dev_init(dev);
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
-	mbcf_pacer_init(&dev->pacer);
 
 	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
 	dev->ibdev.phys_port_cnt = 1;

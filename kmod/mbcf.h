@@ -28,6 +28,7 @@
 #define MBCF_KMOD_H
 
 #include <linux/hrtimer.h>
+#include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
 #include <linux/rbtree.h>
@@ -74,7 +75,9 @@
 struct mbcf_pacer {
 	spinlock_t lock;		/* nests inside qp->lock */
 	struct rb_root_cached due;	/* mbcf_qp.pace_node, by pace_due */
-	struct hrtimer timer;		/* soft: at the earliest pace_due */
+	struct hrtimer timer;		/* hard: at the earliest pace_due */
+	struct kthread_worker *worker;	/* SCHED_FIFO: serves the due QPs */
+	struct kthread_work work;
 	bool armed;
 	u64 armed_at;
 };
@@ -339,7 +342,7 @@ void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
 void mbcf_qp_paced(struct mbcf_qp *qp);
 
 /* pacer.c */
-void mbcf_pacer_init(struct mbcf_pacer *p);
+int mbcf_pacer_init(struct mbcf_pacer *p, const char *name);
 void mbcf_pacer_fini(struct mbcf_pacer *p);
 void mbcf_pacer_wait(struct mbcf_qp *qp, u64 due);
 void mbcf_pacer_remove(struct mbcf_qp *qp);

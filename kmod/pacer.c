@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The device's pacer: one soft hrtimer per device, never one per frame or
- * per QP.  A paced QP whose next frame is not due yet (its clock is in the
+ * The device's pacer: one hrtimer per device, never one per frame or per
+ * QP.  A paced QP whose next frame is not due yet (its clock is in the
  * protocol core, core/pace.c) waits here, in a tree ordered by due time;
  * the timer is armed at the earliest due time only.  When it fires, every
  * QP that has come due is served -- highest rate first, as PSPacer's
@@ -9,7 +9,10 @@
  * allows (at most two frames back to back) and, if more waits, puts the QP
  * back in the tree.  Unpaced QPs never come here: they send from their own
  * contexts (doorbell, receive softirq, transmit work) and share what the
- * link has left; the pacer runs in softirq, ahead of any transmit work.
+ * link has left.  The timer (hard irq) only wakes the device's pacing
+ * thread, a SCHED_FIFO kthread worker, which serves the QPs: a soft timer
+ * would run in softirq, and under receive load softirqs move to ksoftirqd,
+ * an ordinary thread that busy processes delay by milliseconds.
  *
  * Locking: qp->lock nests outside pacer.lock (mbcf_pacer_wait is called
  * under the QP lock); the timer drops pacer.lock before it takes a QP's.
@@ -19,7 +22,9 @@
  * it waits for the references to drain.
  */
 #include <linux/hrtimer.h>
+#include <linux/kthread.h>
 #include <linux/rbtree.h>
+#include <linux/sched.h>
 #include <linux/sort.h>
 
 #include "mbcf.h"
@@ -48,7 +53,7 @@ static void mbcf_pacer_arm(struct mbcf_pacer *p)
 		return;
 	p->armed = true;
 	p->armed_at = at;
-	hrtimer_start(&p->timer, ns_to_ktime(at), HRTIMER_MODE_ABS_SOFT);
+	hrtimer_start(&p->timer, ns_to_ktime(at), HRTIMER_MODE_ABS_HARD);
 }
 
 /* Called under qp->lock: kick @qp at @due (ns, CLOCK_MONOTONIC). */
@@ -94,16 +99,17 @@ static int mbcf_pacer_cmp_rate(const void *a, const void *b)
 	return ra < rb ? 1 : ra > rb ? -1 : 0;	/* highest first */
 }
 
-static enum hrtimer_restart mbcf_pacer_fire(struct hrtimer *t)
+/* Serve every QP that has come due, highest rate first (pacing thread). */
+static void mbcf_pacer_work(struct kthread_work *w)
 {
-	struct mbcf_pacer *p = container_of(t, struct mbcf_pacer, timer);
+	struct mbcf_pacer *p = container_of(w, struct mbcf_pacer, work);
 	struct mbcf_qp *batch[MBCF_PACER_BATCH];
 	u64 now = mbcf_proto_now();
 	struct rb_node *first;
 	struct mbcf_qp *qp;
 	int n = 0, i;
 
-	spin_lock(&p->lock);
+	spin_lock_bh(&p->lock);
 	p->armed = false;
 	while (n < MBCF_PACER_BATCH && (first = rb_first_cached(&p->due))) {
 		qp = rb_entry(first, struct mbcf_qp, pace_node);
@@ -111,35 +117,56 @@ static enum hrtimer_restart mbcf_pacer_fire(struct hrtimer *t)
 			break;
 		rb_erase_cached(first, &p->due);
 		qp->pace_queued = false;
-		/* no reference: destroy is past its wait already (cannot be:
-		 * it removes the QP first), or draining -- skip it */
+		/* destroy removes a QP before its references drain: one in
+		 * the tree always has its published reference */
 		if (refcount_inc_not_zero(&qp->ref->users))
 			batch[n++] = qp;
 	}
-	spin_unlock(&p->lock);
+	spin_unlock_bh(&p->lock);
 
 	sort(batch, n, sizeof(batch[0]), mbcf_pacer_cmp_rate, NULL);
 	for (i = 0; i < n; i++)
 		mbcf_qp_paced(batch[i]);	/* drops the reference */
 
-	spin_lock(&p->lock);
+	spin_lock_bh(&p->lock);
 	mbcf_pacer_arm(p);	/* the earliest left, maybe due already */
-	spin_unlock(&p->lock);
+	spin_unlock_bh(&p->lock);
+}
+
+/* Hard irq: wake the pacing thread. */
+static enum hrtimer_restart mbcf_pacer_fire(struct hrtimer *t)
+{
+	struct mbcf_pacer *p = container_of(t, struct mbcf_pacer, timer);
+
+	kthread_queue_work(p->worker, &p->work);
 	return HRTIMER_NORESTART;
 }
 
-void mbcf_pacer_init(struct mbcf_pacer *p)
+int mbcf_pacer_init(struct mbcf_pacer *p, const char *name)
 {
 	spin_lock_init(&p->lock);
 	p->due = RB_ROOT_CACHED;
-	hrtimer_init(&p->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	hrtimer_init(&p->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
 	p->timer.function = mbcf_pacer_fire;
+	kthread_init_work(&p->work, mbcf_pacer_work);
+	p->worker = kthread_create_worker(0, "mbcf_pace/%s", name);
+	if (IS_ERR(p->worker)) {
+		int err = PTR_ERR(p->worker);
+
+		p->worker = NULL;
+		return err;
+	}
+	sched_set_fifo_low(p->worker->task);
+	return 0;
 }
 
 /* Device teardown: every QP is gone, so nothing re-arms the timer. */
 void mbcf_pacer_fini(struct mbcf_pacer *p)
 {
 	hrtimer_cancel(&p->timer);
+	if (p->worker)
+		kthread_destroy_worker(p->worker);	/* flushes the work */
+	p->worker = NULL;
 	WARN_ON_ONCE(!RB_EMPTY_ROOT(&p->due.rb_root));
 }
 

@@ -178,7 +178,7 @@ static void mbcf_qp_ref_put(struct mbcf_qp_ref *ref)
 }
 
 /*
- * The device's pacer (softirq) found the QP's clock come: send what it
+ * The device's pacing thread found the QP's clock come: send what it
  * allows.  The pacer took a reference on the QP; it is dropped here.
  */
 void mbcf_qp_paced(struct mbcf_qp *qp)
@@ -187,7 +187,7 @@ void mbcf_qp_paced(struct mbcf_qp *qp)
 
 	spin_lock_bh(&qp->lock);
 	mbcf_qp_kick(qp);
-	mbcf_qp_unlock(qp, false);
+	mbcf_qp_unlock(qp, true);
 	mbcf_qp_ref_put(ref);
 }
 

@@ -23,11 +23,13 @@ int mbcf_verbs_query_device_ex(struct ibv_context *ibctx,
 	if (ret)
 		return ret;
 
-	/* per-QP pacing (ibv_modify_qp_rate_limit): the driver data */
+	/*
+	 * per-QP pacing (ibv_modify_qp_rate_limit): the driver data behind
+	 * the core response (resp_size counts the core part only; a kernel
+	 * without it leaves zeroes: no pacing)
+	 */
 	if (attr_size >= offsetof(struct ibv_device_attr_ex, packet_pacing_caps) +
-			 sizeof(attr->packet_pacing_caps) &&
-	    resp_size >= offsetof(struct mbcf_query_device_resp_full, drv) +
-			 offsetof(struct mbcf_query_device_resp, reserved)) {
+			 sizeof(attr->packet_pacing_caps)) {
 		attr->packet_pacing_caps.qp_rate_limit_min =
 			resp.drv.qp_rate_limit_min;
 		attr->packet_pacing_caps.qp_rate_limit_max =
