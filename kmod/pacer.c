@@ -6,8 +6,9 @@
  * the timer is armed at the earliest due time only.  When it fires, every
  * QP that has come due is served -- highest rate first, as PSPacer's
  * scheduler does -- by kicking its connection, which sends what the clock
- * allows (at most two frames back to back) and, if more waits, puts the QP
- * back in the tree.  Unpaced QPs never come here: they send from their own
+ * allows (at most two frames back to back while the pacer is on time; what
+ * its lateness owes, up to pace_slack_us, when late) and, if more waits,
+ * puts the QP back in the tree.  Unpaced QPs never come here: they send from their own
  * contexts (doorbell, receive softirq, transmit work) and share what the
  * link has left.  The timer (hard irq) only wakes the device's pacing
  * thread, a SCHED_FIFO kthread worker, which serves the QPs: a soft timer
@@ -15,8 +16,8 @@
  * an ordinary thread that busy processes delay by milliseconds.
  *
  * Locking: qp->lock nests outside pacer.lock (mbcf_pacer_wait is called
- * under the QP lock); the timer drops pacer.lock before it takes a QP's.
- * A QP in the tree holds no reference; the timer takes one (qp->ref) under
+ * under the QP lock); the thread drops pacer.lock before it takes a QP's.
+ * A QP in the tree holds no reference; the thread takes one (qp->ref) under
  * pacer.lock before it lets go of the tree, and destroy removes the QP
  * from the tree (after marking it dying, so it is never put back) before
  * it waits for the references to drain.
@@ -29,7 +30,7 @@
 
 #include "mbcf.h"
 
-/* QPs served per timer run; the rest in the next run (bounded softirq). */
+/* QPs served per run of the pacing thread; the rest in the next run. */
 #define MBCF_PACER_BATCH	32
 
 static bool mbcf_pacer_less(struct rb_node *a, const struct rb_node *b)
