@@ -81,10 +81,17 @@ int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
 	pl.len = wr->len;
 	pl.cookie = wr->cookie;
 	/* busy or not, a datagram is sent at most once: busy loses it */
-	if (d->ops->xmit(d->env, hdr, hl, &pl))
-		d->ctr.tx_busy++;
-	else
+	switch (d->ops->xmit(d->env, hdr, hl, &pl)) {
+	case 0:
 		d->ctr.tx_frames++;
+		break;
+	case MBCF_XMIT_FAULT:	/* its buffer is gone */
+		cqe.status = MBCF_WC_LOC_PROT_ERR;
+		break;
+	default:
+		d->ctr.tx_busy++;
+		break;
+	}
 	d->ctr.tx_bytes += wr->len;
 	dgram_complete(d, &cqe);
 	return cqe.status;

@@ -399,6 +399,7 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	struct mbcf_msg *m;
 	bool fresh;
 	u32 i, bytes;
+	int err;
 	u8 fl;
 
 	m = send_next_msg(c, &fresh);
@@ -417,7 +418,16 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	}
 	bytes = c->pace.kbps ? send_frame_bytes(c, m, i) : 0;
 	fl = send_ackreq(c, bytes, now);
-	if (send_frame(c, m, i, fl)) {
+	err = send_frame(c, m, i, fl);
+	if (err == MBCF_XMIT_FAULT) {
+		/* the memory the frame comes from is gone: the request it
+		 * belongs to (if any: a response's psn names none) completes
+		 * with a local protection error, everything after it is
+		 * flushed */
+		mbcf_conn_enter_error(c, true, c->snd_nxt, MBCF_WC_LOC_PROT_ERR);
+		return false;
+	}
+	if (err) {
 		c->tx_busy = true;
 		c->ctr.tx_busy++;
 		return false;
@@ -541,18 +551,22 @@ void mbcf_send_complete(struct mbcf_conn *c)
 			send_mark_acked(c, c->req.head + 1);
 			return;
 		}
-		c->req.head++;
-		if (c->rtx == m)
-			c->rtx = NULL;
 		st = m->status;
-		send_complete_msg(c, m, st);
-		/* m is gone from the ring: everything after it is flushed; a
-		 * local request has no psn of its own to name */
-		if (st != MBCF_WC_SUCCESS)
+		/* a request that failed completes with its status in the
+		 * flush, and everything after it with WR_FLUSH_ERR, even what
+		 * the peer already acknowledged; a local request has no psn of
+		 * its own to name */
+		if (st != MBCF_WC_SUCCESS) {
 			mbcf_conn_enter_error(c, m->op != MBCF_OP_LOCAL,
 					      m->first_psn,
 					      m->op == MBCF_OP_LOCAL ?
 					      MBCF_WC_WR_FLUSH_ERR : st);
+			return;
+		}
+		c->req.head++;
+		if (c->rtx == m)
+			c->rtx = NULL;
+		send_complete_msg(c, m, st);
 	}
 }
 
@@ -769,13 +783,17 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 
 /*
  * Connection error: complete every outstanding request in order.  Finished
- * ones succeed; the one holding psn (or, without one, the oldest unfinished)
- * gets wc; the rest are flushed.  Queued responses are abandoned.
+ * ones complete with their own status (success, or the error that made
+ * the connection fail) until one completed in error: after that, nothing
+ * succeeds (verbs: completions of a send queue are in order, and every
+ * request after an error is flushed, even one the peer acknowledged).  The
+ * one holding psn (or, without one, the oldest unfinished) gets wc; the
+ * rest are flushed.  Queued responses are abandoned.
  */
 void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 {
 	u32 started = c->req.next - c->req.head;
-	bool assigned = false;
+	bool assigned = false, failed = false;
 	struct mbcf_msg *m;
 	u8 st;
 
@@ -783,13 +801,15 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 		m = mbcf_msgq_at(&c->req, c->req.head++);
 		st = MBCF_WC_WR_FLUSH_ERR;
 		if (started && send_msg_done(c, m)) {
-			st = m->status;
+			if (!failed)
+				st = m->status;
 		} else if (!assigned && (!psn_valid || (started &&
 			   mbcf_seq_in(psn, m->first_psn, m->nframes)))) {
 			st = wc;
 			assigned = true;
 		}
 		send_complete_msg(c, m, st);
+		failed |= st != MBCF_WC_SUCCESS;
 	}
 	c->req.next = c->req.tail;
 	c->resp.head = c->resp.next = c->resp.tail;

@@ -93,6 +93,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	free_percpu(dev->rx_ctr);
 	mbcf_mr_dev_fini(dev);
 	WARN_ON_ONCE(atomic_read(&dev->ah_count));
+	WARN_ON_ONCE(atomic_read(&dev->srq_count));
 	WARN_ON_ONCE(!xa_empty(&dev->ah_xa));
 	xa_destroy(&dev->ah_xa);
 	netdev_put(dev->ndev, &dev->ndev_tracker);
@@ -143,15 +144,31 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	mbcf_mr_dev_init(dev);
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
+	atomic_set(&dev->srq_count, 0);
 
-	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
+	/*
+	 * A channel adapter, as rxe: libibverbs derives transport_type from
+	 * node_type, and librdmacm only speaks IB CM on IBV_TRANSPORT_IB.
+	 * With RDMA_NODE_UNSPECIFIED rdma_disconnect() fails with EINVAL
+	 * before it moves the QP to error or sends a DREQ: no receive is
+	 * flushed, the peer never hears of it, and programs that wait for a
+	 * flushed completion or a DISCONNECTED event (rping, ucmatose) hang.
+	 * libfabric's verbs provider lists no domain for an unknown transport.
+	 * The link layer is still Ethernet: get_link_layer says so, and the
+	 * port caps say RoCE (verbs.c).
+	 */
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
 	dev->ibdev.num_comp_vectors = 1;
 	/* kernel consumers (the MAD layer, rdma_cm): see mr.c */
 	dev->ibdev.local_dma_lkey = MBCF_DMA_LKEY;
-	/* POST_SEND/POST_RECV with no work request are our doorbells. */
+	/*
+	 * POST_SEND/POST_RECV/POST_SRQ_RECV with no work request are our
+	 * doorbells (write() commands the core leaves off by default).
+	 */
 	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				      BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				      BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 				      BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ibdev.node_desc, "mbcf", sizeof(dev->ibdev.node_desc));
 	mbcf_device_set_guid(dev);
@@ -161,6 +178,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	ib_set_device_ops(&dev->ibdev, &mbcf_mr_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_mw_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_ah_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_srq_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_stats_ops);
 	return dev;
 }

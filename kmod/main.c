@@ -24,6 +24,10 @@ unsigned int mbcf_ack_interval;
 module_param_named(ack_interval, mbcf_ack_interval, uint, 0644);
 MODULE_PARM_DESC(ack_interval, "Ask for an acknowledgement every N frames (0 = as the window needs)");
 
+unsigned int mbcf_zerocopy = 1;
+module_param_named(zerocopy, mbcf_zerocopy, uint, 0644);
+MODULE_PARM_DESC(zerocopy, "Send payloads as page fragments: 0 never, 1 unless the netdev copies them (default), 2 always");
+
 unsigned int mbcf_pace_slack_us = 2000;
 module_param_named(pace_slack_us, mbcf_pace_slack_us, uint, 0644);
 MODULE_PARM_DESC(pace_slack_us, "Pacing: how late (us) the pacer's timer may be without costing a paced QP rate; made up for in bursts (0 = never: bursts of at most 2 frames)");

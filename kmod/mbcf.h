@@ -23,6 +23,8 @@
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
  *   ah.c      address handles: where UD datagrams go
  *   pacer.c   the device's pacer: one timer that kicks paced QPs when due
+ *   srq.c     shared receive queues: the verbs, and waking the QPs that
+ *             wait on one
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -32,6 +34,7 @@
 #include <linux/list.h>
 #include <linux/netdevice.h>
 #include <linux/rbtree.h>
+#include <linux/skbuff.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_user_verbs.h>
@@ -51,6 +54,8 @@
 #define MBCF_MAX_MR		(64 * 1024)
 #define MBCF_MAX_MW		(64 * 1024)
 #define MBCF_MAX_AH		(64 * 1024)
+#define MBCF_MAX_SRQ		4096
+#define MBCF_MAX_SRQ_WR		(64 * 1024)
 /* The GID table: one entry per IP address of the netdev (rdma_cm). */
 #define MBCF_GID_TBL_LEN	1024
 /*
@@ -82,6 +87,18 @@ struct mbcf_pacer {
 	u64 armed_at;
 };
 
+/*
+ * Memory a process makes us allocate for the objects it creates (QPs, MRs,
+ * ring bookkeeping), which it can repeat until creation fails: charged to
+ * its memory cgroup, and at the cgroup's limit the allocation fails (the
+ * verb returns ENOMEM) instead of invoking the OOM killer.  Without
+ * __GFP_RETRY_MAYFAIL a charge that fails invokes the memcg OOM killer;
+ * __GFP_NORETRY would do too, but kvmalloc's vmalloc fallback supports
+ * only __GFP_RETRY_MAYFAIL.  NOWARN: a failure user space provokes must
+ * not print a stack trace.  (Ring pages use __GFP_NORETRY: umap.c.)
+ */
+#define MBCF_GFP_OBJ	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 /* Bits of mbcf_dev.flags. */
 enum mbcf_dev_flag {
 	MBCF_DEV_DYING,		/* unregistration has been queued or done */
@@ -102,6 +119,9 @@ struct mbcf_dev {
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
+	/* net.c: zero-copy frames were copied by the stack (veth): build
+	 * frames with copies until then (jiffies) */
+	unsigned long zc_retry_at;
 	/* Frames dropped before a QP took them (parser, demux), per CPU. */
 	struct mbcf_counters __percpu *rx_ctr;
 	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
@@ -116,6 +136,7 @@ struct mbcf_dev {
 	struct xarray ah_xa;
 	u32 ah_next;
 	atomic_t ah_count;
+	atomic_t srq_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 	struct mbcf_pacer pacer;
 };
@@ -165,6 +186,26 @@ struct mbcf_wq {
 	bool broken;			/* the ring's indices made no sense */
 };
 
+/*
+ * A shared receive queue (srq.c): one receive ring that the QPs attached to
+ * it claim from (wr.c), each under its own lock, so its consumer end has a
+ * lock of its own, always taken inside a QP's.  A QP that found it empty
+ * sent STOP to its peer; a post (the doorbell) wakes every attached QP.
+ */
+struct mbcf_srq {
+	struct ib_srq ibsrq;
+	struct mbcf_dev *dev;
+	spinlock_t lock;		/* rq's consumer end, limit */
+	struct mbcf_wq rq;
+	u32 limit;			/* armed: SRQ_LIMIT_REACHED below it */
+	bool kernel;			/* a kernel consumer's (no user ring) */
+	spinlock_t klock;		/* kring: a kernel consumer's posts */
+	struct mbcf_ring_end kring;
+	struct mutex qps_lock;		/* qps: the QPs attached */
+	struct list_head qps;
+	struct work_struct wake;	/* a kernel post wakes the QPs */
+};
+
 /* Bits of mbcf_qp.pend: what must happen once the core call returns. */
 enum mbcf_qp_pend {
 	MBCF_QP_PEND_WQE = BIT(0),	/* the send request at sq.rd failed its
@@ -175,7 +216,14 @@ enum mbcf_qp_pend {
 					 * space broke the ring protocol */
 	MBCF_QP_PEND_EVENT = BIT(3),	/* the event is due, after unlock */
 	MBCF_QP_PEND_WQE_FATAL = BIT(4), /* PEND_WQE's request was malformed */
+	/* events due after unlock, besides QP_FATAL (PEND_EVENT) */
+	MBCF_QP_PEND_LAST_WQE = BIT(5),	/* IB_EVENT_QP_LAST_WQE_REACHED */
+	MBCF_QP_PEND_SRQ_LIMIT = BIT(6), /* IB_EVENT_SRQ_LIMIT_REACHED */
+	MBCF_QP_PEND_SRQ_ERR = BIT(7),	/* IB_EVENT_SRQ_ERR: its ring broke */
 };
+
+#define MBCF_QP_PEND_EVENTS	(MBCF_QP_PEND_EVENT | MBCF_QP_PEND_LAST_WQE | \
+				 MBCF_QP_PEND_SRQ_LIMIT | MBCF_QP_PEND_SRQ_ERR)
 
 /* Where a datagram goes, from an address handle (ah.c). */
 struct mbcf_ud_addr {
@@ -214,7 +262,10 @@ struct mbcf_qp {
 	u8 pend_status;			/* ib_wc_status of PEND_WQE */
 	u32 max_inline;
 
-	struct mbcf_wq sq, rq;
+	struct mbcf_wq sq, rq;		/* no rq ring with an SRQ */
+	struct mbcf_srq *srq;		/* receives come from here, if set */
+	void *srq_wr;			/* the receive claimed from it (wr.c) */
+	struct list_head srq_node;	/* on srq->qps */
 
 	/*
 	 * A kernel consumer's posts (post_send/post_recv may come with
@@ -282,6 +333,11 @@ static inline struct mbcf_cq *to_mbcf_cq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct mbcf_cq, ibcq);
 }
 
+static inline struct mbcf_srq *to_mbcf_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct mbcf_srq, ibsrq);
+}
+
 static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct mbcf_qp, ibqp);
@@ -291,6 +347,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
 extern unsigned int mbcf_pace_slack_us;
+extern unsigned int mbcf_zerocopy;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
@@ -339,6 +396,7 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		const u8 *src_mac);
 void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
 void mbcf_qp_paced(struct mbcf_qp *qp);
 
 /* pacer.c */
@@ -348,9 +406,18 @@ void mbcf_pacer_wait(struct mbcf_qp *qp, u64 due);
 void mbcf_pacer_remove(struct mbcf_qp *qp);
 u32 mbcf_pacer_max_kbps(const struct mbcf_dev *dev);
 
+/* srq.c */
+extern const struct ib_device_ops mbcf_srq_ops;
+void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_detach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_event(struct mbcf_srq *srq, enum ib_event_type type);
+void mbcf_srq_broken(struct mbcf_srq *srq);
+
 /* wr.c: a QP's work requests; everything but _alloc/_free under qp->lock */
 int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 		  u32 n, u32 stride, u32 max_sge, u32 max_inline);
+int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
+		      u32 stride, u32 max_sge);
 void mbcf_wr_free(struct mbcf_wq *q);
 int mbcf_wr_pull_sq(struct mbcf_qp *qp);
 void mbcf_wr_fail_head(struct mbcf_qp *qp);
@@ -367,6 +434,10 @@ int mbcf_wr_kpost_send(struct mbcf_qp *qp, const struct ib_send_wr *wr,
 		       const struct ib_send_wr **bad_wr);
 int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
+int mbcf_wr_kpost_srq(struct mbcf_srq *srq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp);
+bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);
@@ -389,6 +460,7 @@ void mbcf_net_stop(struct mbcf_dev *dev);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
 void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
+void mbcf_net_zc_copied(struct mbcf_dev *dev);
 
 /* mr.c */
 struct mbcf_sge;
@@ -406,7 +478,14 @@ struct mbcf_mr {
 	u32 page_offset;		/* of byte 0 (at iova) in pages[0] */
 	int access;			/* IB_ACCESS_* granted */
 	refcount_t ref;			/* registry + users + bound windows */
-	struct completion released;	/* ref hit zero: pages unused */
+	struct completion released;	/* ref hit zero: no new frame uses it */
+	/*
+	 * Frames that carry its pages as fragments (zero-copy): zc.refcnt is
+	 * 1 (the registry's) + one per such skb, dropped by zc.callback when
+	 * the stack is done with the fragments (mr.c).
+	 */
+	struct ubuf_info zc;
+	struct completion zc_idle;	/* zc.refcnt hit zero: no frame left */
 	spinlock_t lock;		/* windows, dead */
 	u32 windows;			/* memory windows bound to it */
 	bool dead;			/* being deregistered: binds fail */
@@ -449,8 +528,9 @@ int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 		   u64 swap_add, u64 compare, u64 *orig);
 int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
 		   u32 offset, void *dst, u32 len);
-int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
-		    u32 num_sge, u32 offset, const void *src, u32 len);
+int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
+		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		    const void *src, u32 len);
 
 /* ah.c */
 extern const struct ib_device_ops mbcf_ah_ops;
@@ -468,9 +548,13 @@ int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote);
 
 /*
  * Zero-copy transmit: instead of copying, reference the pages that hold the
- * bytes (get_page per piece, appended to sp).  Same checks and errors as
- * the copies, plus -E2BIG when the pieces outnumber sp->max.  On any error
- * the caller drops the references already taken (mbcf_spans_put()).
+ * bytes (get_page per piece, appended to sp), and the MR they belong to
+ * (sp->zc: the frame's ubuf_info, which keeps dereg_mr waiting until the
+ * stack is done with the fragments).  Same checks and errors as the
+ * copies, plus -E2BIG when the pieces outnumber sp->max or come from more
+ * than one MR (the caller copies instead).  On any error the caller drops
+ * the references already taken (mbcf_spans_put()); on success it hands
+ * them to the skb.
  */
 struct mbcf_span {
 	struct page *page;
@@ -480,12 +564,14 @@ struct mbcf_span {
 struct mbcf_spans {
 	struct mbcf_span *v;
 	u32 n, max;
+	struct ubuf_info *zc;		/* the MR's, referenced: one MR a frame */
 };
 
 enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
 
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp);
+void mbcf_spans_put(struct mbcf_spans *sp);
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 

@@ -9,12 +9,27 @@
  * tagged, and a window's rkey resolves to the MR it is bound to.
  * The receive path (softirq, under a QP spinlock) finds the MR under
  * rcu_read_lock() and checks key, PD, access and bounds before it touches a
- * byte; a copy also holds a reference.  dereg_mr unpublishes the MR, drops
- * the registry's reference and waits only for copies in flight, then
- * unpins; the struct itself is freed after a grace period (kfree_rcu) for
- * lookups that raced with the unpublish.  Waiting for a grace period in
- * each dereg_mr instead (synchronize_rcu, ~20 ms) made a process exit with
- * thousands of MRs take minutes.
+ * byte; a copy also holds a reference.
+ *
+ * Frames we send may carry an MR's pages as fragments instead of a copy
+ * (net.c), and the stack reads those bytes later: when the driver DMAs
+ * them, or when veth's peer copies them in its softirq.  Each such skb
+ * holds a reference on the MR's embedded struct ubuf_info (zc), the
+ * kernel's zero-copy mechanism (SKBFL_ZEROCOPY_FRAG, as MSG_ZEROCOPY):
+ * its callback runs once per skb when the stack is done with the
+ * fragments -- the skb freed after transmission, or its fragments copied
+ * first by every path that would keep them beyond the transmit
+ * (skb_orphan_frags: veth and other forwarding to a receive path, clones
+ * for packet taps, loopback to ourselves).
+ *
+ * dereg_mr unpublishes the MR, drops the registry's reference and waits
+ * for the copies in flight (short, never sleeping) -- after which no new
+ * frame can take the MR -- then for the frames that still carry its pages,
+ * then unpins: once it returns the device reads and writes none of that
+ * memory (verbs).  The struct itself is freed after a grace period
+ * (kfree_rcu) for lookups that raced with the unpublish.  Waiting for a
+ * grace period in each dereg_mr instead (synchronize_rcu, ~20 ms) made a
+ * process exit with thousands of MRs take minutes.
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -93,9 +108,9 @@ static int mbcf_mr_fill_pages(struct mbcf_mr *mr)
 	unsigned long i = 0;
 
 	mr->npages = ib_umem_num_pages(mr->umem);
-	/* NOWARN: kvmalloc WARNs on > INT_MAX bytes, a size user space picks. */
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
-				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	/* NOWARN (in MBCF_GFP_OBJ): kvmalloc WARNs on > INT_MAX bytes, a
+	 * size user space picks. */
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), MBCF_GFP_OBJ);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
@@ -141,11 +156,45 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	ib_umem_release(mr->umem);
 }
 
+/*
+ * The stack is done with one skb's fragments of @uarg's MR (sent, freed,
+ * or copied: !zerocopy_success), or (skb NULL) a reference is dropped that
+ * no skb took.  Any context.  The last one wakes dereg_mr, which may free
+ * the MR as soon as complete() returned.
+ */
+static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
+				bool zerocopy_success)
+{
+	struct mbcf_mr *mr = container_of(uarg, struct mbcf_mr, zc);
+
+	if (!zerocopy_success)
+		mbcf_net_zc_copied(mbcf_pd_dev(mr->pd));
+	if (refcount_dec_and_test(&uarg->refcnt))
+		complete(&mr->zc_idle);
+}
+
+/* Drop the references mbcf_mr_ref_pages() took for a frame not built. */
+void mbcf_spans_put(struct mbcf_spans *sp)
+{
+	u32 i;
+
+	for (i = 0; i < sp->n; i++)
+		put_page(sp->v[i].page);
+	sp->n = 0;
+	if (sp->zc)
+		mbcf_mr_zc_callback(NULL, sp->zc, true);
+	sp->zc = NULL;
+}
+
 /* Make a fully set up MR visible to lookups. */
 static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
+	mr->zc.callback = mbcf_mr_zc_callback;
+	mr->zc.flags = SKBFL_ZEROCOPY_FRAG;
+	refcount_set(&mr->zc.refcnt, 1);	/* the registry's */
+	init_completion(&mr->zc_idle);
 	spin_lock_init(&mr->lock);
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
@@ -174,7 +223,7 @@ static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 		err = -ENOMEM;
 		goto err_count;
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	mr = kzalloc(sizeof(*mr), MBCF_GFP_OBJ);
 	if (!mr) {
 		err = -ENOMEM;
 		goto err_count;
@@ -219,6 +268,29 @@ void mbcf_mr_put(struct mbcf_mr *mr)
 }
 
 /*
+ * Wait until no frame carries the MR's pages.  The stack lets go of them
+ * when the netdev has sent the frame, or dropped it, or copied it (veth
+ * does at once), so this normally takes microseconds, or as long as a
+ * queue discipline holds frames back (netem, a rate limit).  A netdev
+ * that holds frames indefinitely (a stuck driver, pause frames without
+ * end) keeps us waiting: it lets go when it is brought down (qdiscs and
+ * rings are flushed) or its watchdog resets it.  Returning earlier would
+ * let the process's later writes to the memory leave in those frames, so
+ * we wait -- uninterruptibly: dereg_mr of a dying process must not fail
+ * (the RDMA core would retry it until it gives up with a WARN) -- and say
+ * every MBCF_MR_DRAIN_WARN what we wait for, instead of leaving it to the
+ * hung task detector.
+ */
+#define MBCF_MR_DRAIN_WARN	(30 * HZ)
+
+static void mbcf_mr_drain(struct mbcf_dev *dev, struct mbcf_mr *mr)
+{
+	while (!wait_for_completion_timeout(&mr->zc_idle, MBCF_MR_DRAIN_WARN))
+		netdev_warn(dev->ndev, "mbcf: dereg_mr of key 0x%x waits for %u frames still queued for transmission\n",
+			    mr->key, refcount_read(&mr->zc.refcnt));
+}
+
+/*
  * Also called for each live MR when a process dies.  EBUSY while memory
  * windows are bound to it (verbs); the RDMA core retries after it has
  * deallocated the windows, so teardown always completes.
@@ -247,6 +319,10 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	 */
 	mbcf_mr_put(mr);
 	wait_for_completion(&mr->released);
+	/* No new frame takes the pages now (that needs mr->ref); wait for
+	 * those in flight, before the pages are unpinned. */
+	mbcf_mr_zc_callback(NULL, &mr->zc, true);
+	mbcf_mr_drain(dev, mr);
 	mbcf_mr_unpin(dev, mr);
 	atomic_dec(&dev->mr_count);
 	kfree_rcu(mr, rcu);
@@ -308,8 +384,8 @@ static struct mbcf_mr *mbcf_mr_find(struct mbcf_mr *mr, struct ib_pd *pd,
  * pages pinned (mbcf_mr_put).  A window's rkey resolves to the MR it is
  * bound to, with the window's access and bounds (remote access only).
  */
-static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, u32 key, u64 va,
-				   u64 len, int access)
+static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
+				   u32 key, u64 va, u64 len, int access)
 {
 	void *e;
 	struct mbcf_mr *mr;
@@ -320,7 +396,7 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, u32 key, u64 va,
 		mr = mbcf_mw_resolve(xa_untag_pointer(e), qp, key, va, len,
 				     access);
 	} else {
-		mr = mbcf_mr_find(e, qp->ibqp.pd, key, va, len, access);
+		mr = mbcf_mr_find(e, pd, key, va, len, access);
 		if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
 			mr = ERR_PTR(-ENOKEY);	/* being deregistered */
 	}
@@ -425,8 +501,9 @@ struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
 	return mr;
 }
 
-static int mbcf_mr_access(struct mbcf_qp *qp, u32 key, u64 va, u32 len,
-			  int access, enum mbcf_mr_op op, void *arg)
+static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
+			  u64 va, u32 len, int access, enum mbcf_mr_op op,
+			  void *arg)
 {
 	struct mbcf_mr *mr;
 	int err;
@@ -434,9 +511,23 @@ static int mbcf_mr_access(struct mbcf_qp *qp, u32 key, u64 va, u32 len,
 	/* Verbs: a zero-length operation needs no valid key. */
 	if (!len)
 		return 0;
-	mr = mbcf_mr_get(qp, key, va, len, access);
+	mr = mbcf_mr_get(qp, pd, key, va, len, access);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
+	if (op == MBCF_MR_REF) {
+		struct mbcf_spans *sp = arg;
+
+		/* One ubuf_info per skb: pages of a second MR are copied.  Our
+		 * reference on mr->ref keeps zc.refcnt above zero (dereg drops
+		 * the registry's only once mr->ref hit zero). */
+		if (!sp->zc) {
+			refcount_inc(&mr->zc.refcnt);
+			sp->zc = &mr->zc;
+		} else if (sp->zc != &mr->zc) {
+			mbcf_mr_put(mr);
+			return -E2BIG;
+		}
+	}
 	err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
 	mbcf_mr_put(mr);
 	return err;
@@ -446,25 +537,29 @@ int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
 		    u32 len, int access)
 {
 	/* Pages pinned without FOLL_WRITE (no write access) are never written. */
-	return mbcf_mr_access(qp, key, va, len, access | IB_ACCESS_LOCAL_WRITE,
-			      MBCF_MR_STORE, (void *)src);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len,
+			      access | IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
+			      (void *)src);
 }
 
 int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
 		     int access)
 {
-	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_LOAD, dst);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_LOAD, dst);
 }
 
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp)
 {
-	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_REF, sp);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_REF, sp);
 }
 
 int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access)
 {
-	return mbcf_mr_access(qp, key, va, len, access, MBCF_MR_CHECK, NULL);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_CHECK, NULL);
 }
 
 /*
@@ -496,7 +591,7 @@ int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 
 	if (!IS_ALIGNED(va, sizeof(u64)))
 		return -EINVAL;
-	mr = mbcf_mr_get(qp, key, va, sizeof(u64),
+	mr = mbcf_mr_get(qp, qp->ibqp.pd, key, va, sizeof(u64),
 			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
@@ -547,8 +642,9 @@ int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
  * SGEs before offset, then one MR access per SGE touched (one in the
  * common single-SGE case).
  */
-static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
-			      u32 num_sge, u32 offset, u32 len, int access,
+static int mbcf_mr_sgl_access(struct mbcf_qp *qp, struct ib_pd *pd,
+			      const struct mbcf_sge *sge, u32 num_sge,
+			      u32 offset, u32 len, int access,
 			      enum mbcf_mr_op op, void *arg)
 {
 	const struct mbcf_sge *end = sge + num_sge;
@@ -572,8 +668,8 @@ static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 		if (sge->lkey == MBCF_DMA_LKEY)
 			err = mbcf_mr_kva(qp, va, n, op, arg);
 		else
-			err = mbcf_mr_access(qp, sge->lkey, va, n, access, op,
-					     arg);
+			err = mbcf_mr_access(qp, pd, sge->lkey, va, n, access,
+					     op, arg);
 		if (err)
 			return err;
 		if (op != MBCF_MR_REF)
@@ -588,21 +684,23 @@ static int mbcf_mr_sgl_access(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
 		   u32 offset, void *dst, u32 len)
 {
-	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len, 0,
-				  MBCF_MR_LOAD, dst);
+	return mbcf_mr_sgl_access(qp, qp->ibqp.pd, sge, num_sge, offset, len,
+				  0, MBCF_MR_LOAD, dst);
 }
 
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp)
 {
-	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len, 0,
-				  MBCF_MR_REF, sp);
+	return mbcf_mr_sgl_access(qp, qp->ibqp.pd, sge, num_sge, offset, len,
+				  0, MBCF_MR_REF, sp);
 }
 
-int mbcf_mr_scatter(struct mbcf_qp *qp, const struct mbcf_sge *sge,
-		    u32 num_sge, u32 offset, const void *src, u32 len)
+/* Into SGEs of @pd's memory: @qp's own, or its SRQ's receives. */
+int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
+		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
+		    const void *src, u32 len)
 {
-	return mbcf_mr_sgl_access(qp, sge, num_sge, offset, len,
+	return mbcf_mr_sgl_access(qp, pd, sge, num_sge, offset, len,
 				  IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
 				  (void *)src);
 }

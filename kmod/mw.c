@@ -78,7 +78,7 @@ static int mbcf_mw_alloc(struct ib_mw *ibmw, struct ib_udata *udata)
 		err = -ENOMEM;
 		goto err_count;
 	}
-	win = kzalloc(sizeof(*win), GFP_KERNEL_ACCOUNT);
+	win = kzalloc(sizeof(*win), MBCF_GFP_OBJ);
 	if (!win) {
 		err = -ENOMEM;
 		goto err_count;

@@ -8,10 +8,12 @@
  * softirq: no receive buffering, no thread hop.
  *
  * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
- * the payload either as fragments referencing the registered pages (no
- * copy; the receiver's copy into target memory is the only one) or, when
- * short or scattered over too many pieces, copied in behind them; wr.c
- * says where a request's bytes are.  The core builds frames under the QP
+ * the payload either as fragments referencing the registered pages of one
+ * MR (zero-copy: the NIC reads them; veth, or a frame to ourselves, would
+ * copy them at the crossing, see mbcf_net_attach, and then we copy
+ * ourselves for a while, see mbcf_net_zc_copied) or, when short, from
+ * several MRs or scattered over too many pieces, copied in behind them;
+ * wr.c says where a request's bytes are.  The core builds frames under the QP
  * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
  * netdev once the lock is dropped (mbcf_net_send).  A frame to our own MAC
  * (both QPs on this device) goes through netif_rx() so it is handled later
@@ -126,6 +128,7 @@ drop:
 
 int mbcf_net_start(struct mbcf_dev *dev)
 {
+	dev->zc_retry_at = jiffies;
 	dev->ptype.type = htons(MBCF_ETHERTYPE);
 	dev->ptype.dev = dev->ndev;
 	dev->ptype.func = mbcf_net_rcv;
@@ -145,11 +148,47 @@ void mbcf_net_stop(struct mbcf_dev *dev)
 #define MBCF_NET_ZC_MIN		256
 
 /*
+ * The stack copied a zero-copy frame of this device (the MR's ubuf_info
+ * callback says so, as MSG_ZEROCOPY's SO_EE_CODE_ZEROCOPY_COPIED does):
+ * veth always does, so do a packet tap and a frame to ourselves.  Then
+ * copying the payload into the skb head we allocate anyway is cheaper
+ * than the stack's copy, which allocates a page per frame besides: build
+ * frames with copies for MBCF_NET_ZC_RETRY, then try zero-copy again (the
+ * tap may be gone).  On veth that costs one burst of zero-copy frames a
+ * second.
+ */
+#define MBCF_NET_ZC_RETRY	HZ
+
+void mbcf_net_zc_copied(struct mbcf_dev *dev)
+{
+	unsigned long at = jiffies + MBCF_NET_ZC_RETRY;
+
+	if (READ_ONCE(dev->zc_retry_at) != at)
+		WRITE_ONCE(dev->zc_retry_at, at);
+}
+
+/* Module parameter zerocopy: 0 never, 1 as above, 2 always (tests). */
+static bool mbcf_net_zc_ok(const struct mbcf_dev *dev)
+{
+	unsigned int zc = READ_ONCE(mbcf_zerocopy);
+
+	if (zc != 1)
+		return zc;
+	return time_after_eq(jiffies, READ_ONCE(dev->zc_retry_at));
+}
+
+/*
  * Zero-copy: attach the registered pages holding the payload to @skb as
- * fragments, each holding a page reference until the frame is freed.
- * Returns -E2BIG (too many pieces; the caller copies instead) or another
- * error from the MR lookup.  SKBFL_SHARED_FRAG tells the stack the bytes
- * may change under it (user memory), so nothing relies on them staying.
+ * fragments, each holding a page reference until the frame is freed, and
+ * the skb to their MR's struct ubuf_info (SKBFL_ZEROCOPY_FRAG): the stack
+ * calls it back once it is done with the fragments, which is what
+ * dereg_mr waits for (mr.c).  The flags also make every path that would
+ * keep the fragments longer than the transmit -- veth handing the frame
+ * to its peer's receive path, a clone for a packet tap, our own receive
+ * path -- copy them first (skb_orphan_frags), and SKBFL_SHARED_FRAG tells
+ * the stack the bytes may change under it (user memory).  Returns -E2BIG
+ * (too many pieces, or more than one MR; the caller copies instead) or
+ * another error from the MR lookup.
  */
 static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			   struct sk_buff *skb)
@@ -160,17 +199,17 @@ static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	u32 i;
 
 	err = mbcf_wr_payload_pages(qp, pl, &sp);
-	if (err) {
-		for (i = 0; i < sp.n; i++)
-			put_page(v[i].page);
-		return err;
+	if (err || !sp.zc) {
+		mbcf_spans_put(&sp);
+		return err ?: -E2BIG;
 	}
 	for (i = 0; i < sp.n; i++)
 		skb_fill_page_desc(skb, i, v[i].page, v[i].off, v[i].len);
 	skb->len += pl->len;
 	skb->data_len = pl->len;
 	skb->truesize += pl->len;
-	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	/* the reference sp.zc holds becomes the skb's */
+	skb_zcopy_init(skb, sp.zc);
 	return 0;
 }
 
@@ -241,7 +280,8 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 	u32 plen = pl ? pl->len : 0;
 	struct sk_buff *skb;
 
-	if (plen >= MBCF_NET_ZC_MIN && mbcf_wr_payload_in_pages(qp, pl)) {
+	if (plen >= MBCF_NET_ZC_MIN && mbcf_net_zc_ok(qp->dev) &&
+	    mbcf_wr_payload_in_pages(qp, pl)) {
 		skb = mbcf_net_alloc(qp, hdr, hdr_len, 0);
 		if (!skb)
 			return -ENOMEM;
@@ -272,6 +312,13 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 	struct sk_buff *skb;
 
 	while ((skb = __skb_dequeue(frames))) {
+		/* A netdev that is down (or going away) sends nothing; nor do we
+		 * (its queues may already be gone: "selects TX queue 0, but real
+		 * number of TX queues is 0").  Like a lost frame. */
+		if (unlikely(!netif_running(ndev))) {
+			kfree_skb(skb);
+			continue;
+		}
 		if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
 			skb->protocol = eth_type_trans(skb, ndev);
 			netif_rx(skb);

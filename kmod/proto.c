@@ -45,7 +45,8 @@ static bool mbcf_proto_qp_allows(struct mbcf_qp *qp, int access)
  * is dropped.  Sequenced frames are refused as busy beyond a burst: the
  * core holds them back until qp.c kicks it from process context.  A frame
  * whose payload cannot be read any more (its memory was deregistered under
- * a request in flight) is not sent at all, and the QP fails.
+ * a request in flight) is not sent at all, and the QP fails: the core
+ * completes the request it belongs to with LOC_PROT_ERR (MBCF_XMIT_FAULT).
  */
 static int mbcf_proto_xmit(void *env, const u8 *hdr, u32 hdr_len,
 			   const struct mbcf_payload *pl)
@@ -57,8 +58,10 @@ static int mbcf_proto_xmit(void *env, const u8 *hdr, u32 hdr_len,
 	    mbcf_wire_op_sequenced(hdr[MBCF_OFF_OPCODE]))
 		return -EBUSY;
 	err = mbcf_net_xmit(qp, hdr, hdr_len, pl);
-	if (err == -EFAULT)
+	if (err == -EFAULT) {
 		qp->pend |= MBCF_QP_PEND_ERROR;
+		return MBCF_XMIT_FAULT;
+	}
 	return 0;	/* sent, or lost like a dropped frame */
 }
 

@@ -44,6 +44,19 @@ static void mbcf_qp_event(struct mbcf_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
+/* The asynchronous events recorded in qp->pend (no lock held). */
+static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events)
+{
+	if (events & MBCF_QP_PEND_SRQ_ERR)
+		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
+	if (events & MBCF_QP_PEND_SRQ_LIMIT)
+		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_LIMIT_REACHED);
+	if (events & MBCF_QP_PEND_EVENT)
+		mbcf_qp_event(qp, IB_EVENT_QP_FATAL);
+	if (events & MBCF_QP_PEND_LAST_WQE)
+		mbcf_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
+
 /* Work the lock holder leaves for process context (tx_work). */
 static void mbcf_qp_defer(struct mbcf_qp *qp)
 {
@@ -65,7 +78,11 @@ static void mbcf_qp_to_error(struct mbcf_qp *qp)
 		mbcf_wr_fail_head(qp);
 	if (qp->pend & MBCF_QP_PEND_FATAL)
 		qp->pend |= MBCF_QP_PEND_EVENT;
-	qp->pend &= MBCF_QP_PEND_EVENT;
+	qp->pend &= MBCF_QP_PEND_EVENTS;
+	/* nothing more is taken from the SRQ: the claimed receive was
+	 * flushed with the connection (verbs: last WQE reached) */
+	if (qp->srq && qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
+		qp->pend |= MBCF_QP_PEND_LAST_WQE;
 	if (qp->state != IB_QPS_RESET)
 		qp->state = IB_QPS_ERR;
 }
@@ -76,9 +93,21 @@ static void mbcf_qp_to_error(struct mbcf_qp *qp)
  */
 static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
-	if (qp->state == IB_QPS_RTS && !qp->pend && mbcf_wr_pull_sq(qp) > 0 &&
-	    !qp->ud)
+	if (qp->state == IB_QPS_RTS && !(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
+	    mbcf_wr_pull_sq(qp) > 0 && !qp->ud) {
 		mbcf_conn_kick(&qp->conn, now);
+		/*
+		 * Local requests and UC messages can all complete within the
+		 * kick, and then no ACK or timer comes to pull the ring again:
+		 * pull now, so an empty ring is marked idle (the next post
+		 * rings the doorbell); requests posted meanwhile are kicked
+		 * from process context.
+		 */
+		if (!(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
+		    !mbcf_conn_outstanding(&qp->conn) &&
+		    mbcf_wr_pull_sq(qp) > 0)
+			mbcf_qp_defer(qp);
+	}
 	if (unlikely(qp->pend & MBCF_QP_PEND_WQE) &&
 	    !mbcf_conn_outstanding(&qp->conn))
 		mbcf_wr_fail_head(qp);
@@ -109,7 +138,7 @@ static void mbcf_qp_kick(struct mbcf_qp *qp)
 static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 {
 	struct sk_buff_head batch;
-	bool event;
+	u8 events;
 	u64 due;
 
 	__skb_queue_head_init(&batch);
@@ -133,11 +162,11 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 	/* paced, and the next frame is not due yet: the pacer kicks us */
 	if (qp->rate_kbps && mbcf_conn_pace_due(&qp->conn, &due))
 		mbcf_pacer_wait(qp, due);
-	event = (qp->pend & MBCF_QP_PEND_EVENT) && !qp->dying;
-	qp->pend &= ~MBCF_QP_PEND_EVENT;
+	events = qp->dying ? 0 : qp->pend & MBCF_QP_PEND_EVENTS;
+	qp->pend &= ~MBCF_QP_PEND_EVENTS;
 	spin_unlock_bh(&qp->lock);
-	if (event)
-		mbcf_qp_event(qp, IB_EVENT_QP_FATAL);
+	if (unlikely(events))
+		mbcf_qp_raise(qp, events);
 }
 
 /*
@@ -313,9 +342,9 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		mbcf_qp_defer(qp);
 		return err;
 	}
-	if (wr) {
+	if (wr || qp->srq) {	/* no receive queue of its own with an SRQ */
 		*bad_wr = wr;
-		return -EOPNOTSUPP;
+		return wr ? -EOPNOTSUPP : -EINVAL;
 	}
 	spin_lock_bh(&qp->lock);
 	mbcf_ring_consumer_busy(&qp->rq.ring);
@@ -324,6 +353,26 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	mbcf_qp_settle(qp, now);
 	mbcf_qp_unlock(qp, true);
 	return 0;
+}
+
+/*
+ * Receives were posted to @qp's SRQ (srq.c): GO if we sent STOP.  Or its
+ * ring broke: a QP that takes receives from it fails.
+ */
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken)
+{
+	u64 now = mbcf_proto_now();
+
+	spin_lock_bh(&qp->lock);
+	if (srq_broken) {
+		if (!qp->dying && qp->state != IB_QPS_RESET &&
+		    qp->state != IB_QPS_ERR)
+			qp->pend |= MBCF_QP_PEND_FATAL;
+	} else if (!qp->dying && qp->conn.state == MBCF_CONN_RTS) {
+		mbcf_conn_recv_posted(&qp->conn, now);
+	}
+	mbcf_qp_settle(qp, now);
+	mbcf_qp_unlock(qp, true);
 }
 
 /* ---- create / destroy -------------------------------------------------- */
@@ -344,8 +393,12 @@ static int mbcf_qp_check_init(struct ib_qp_init_attr *init, bool kernel)
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags)
+	if (init->create_flags || (init->srq && init->qp_type == IB_QPT_GSI))
 		return -EOPNOTSUPP;
+	if (init->srq) {	/* verbs: the receive queue's caps are ignored */
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	if (cap->max_send_wr > MBCF_MAX_QP_WR || cap->max_recv_wr > MBCF_MAX_QP_WR ||
 	    cap->max_send_sge > MBCF_MAX_SGE || cap->max_recv_sge > MBCF_MAX_SGE ||
 	    cap->max_inline_data > MBCF_MAX_INLINE)
@@ -379,6 +432,7 @@ static void mbcf_qp_free_mem(struct mbcf_qp *qp)
 {
 	mbcf_wr_free(&qp->sq);
 	mbcf_wr_free(&qp->rq);
+	kfree(qp->srq_wr);
 	kvfree(qp->req_msgs);
 	kfree(qp->resp_msgs);
 }
@@ -394,14 +448,17 @@ static int mbcf_qp_alloc_mem(struct mbcf_qp *qp, struct ib_ucontext *uctx,
 			    cap->max_send_sge, cap->max_inline_data);
 	if (err)
 		return err;
-	err = mbcf_wr_alloc(&qp->rq, uctx, false, rq_n, rq_stride,
-			    cap->max_recv_sge, 0);
+	if (qp->srq)
+		err = mbcf_wr_alloc_srq_slot(qp);
+	else
+		err = mbcf_wr_alloc(&qp->rq, uctx, false, rq_n, rq_stride,
+				    cap->max_recv_sge, 0);
 	if (err)
 		goto err_free;
-	qp->req_msgs = kvcalloc(sq_n, sizeof(*qp->req_msgs), GFP_KERNEL_ACCOUNT);
+	qp->req_msgs = kvcalloc(sq_n, sizeof(*qp->req_msgs), MBCF_GFP_OBJ);
 	qp->resp_size = MBCF_QP_RESP_SLOTS;
 	qp->resp_msgs = kcalloc(qp->resp_size, sizeof(*qp->resp_msgs),
-				GFP_KERNEL_ACCOUNT);
+				MBCF_GFP_OBJ);
 	err = -ENOMEM;
 	if (!qp->req_msgs || !qp->resp_msgs)
 		goto err_free;
@@ -414,6 +471,8 @@ err_free:
 
 static void mbcf_qp_ring_info(struct mbcf_ring_info *ri, const struct mbcf_wq *q)
 {
+	if (!q->umap)
+		return;		/* no ring (an SRQ's QP): 0 entries */
 	ri->mmap_offset = mbcf_umap_offset(q->umap);
 	ri->mmap_len = q->umap->len;
 	ri->num_entries = q->ring.mask + 1;
@@ -480,7 +539,12 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mbcf_qp_size(&init->cap, &sq_n, &sq_stride, &rq_n, &rq_stride);
 	qp->max_inline = init->cap.max_inline_data;
-	qp->ref = kzalloc(sizeof(*qp->ref), GFP_KERNEL_ACCOUNT);
+	if (init->srq) {
+		qp->srq = to_mbcf_srq(init->srq);
+		init->cap.max_recv_wr = 0;
+		init->cap.max_recv_sge = 0;
+	}
+	qp->ref = kzalloc(sizeof(*qp->ref), MBCF_GFP_OBJ);
 	if (!qp->ref) {
 		err = -ENOMEM;
 		goto err_count;
@@ -497,7 +561,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_ref;
 	/* a kernel consumer's posts produce into the rings from here */
 	qp->ksq = qp->sq.ring;
-	qp->krq = qp->rq.ring;
+	qp->krq = qp->rq.ring;	/* unused with an SRQ */
 
 	err = mbcf_qp_alloc_qpn(dev, ibqp);
 	if (err)
@@ -511,6 +575,8 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	/* Visible to the receive path only now, fully built (RCU). */
 	xa_store(&dev->qp_xa, ibqp->qp_num, qp->ref, GFP_KERNEL);
+	if (qp->srq)
+		mbcf_srq_attach(qp->srq, qp);
 	return 0;
 
 err_xa:
@@ -535,6 +601,8 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	struct mbcf_dev *dev = qp->dev;
 
+	if (qp->srq)	/* no SRQ doorbell wakes it from here on */
+		mbcf_srq_detach(qp->srq, qp);
 	spin_lock_bh(&qp->lock);
 	qp->dying = true;
 	if (qp->conn.state != MBCF_CONN_RESET)
@@ -825,9 +893,9 @@ int mbcf_qp_query(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_state = attr->cur_qp_state = qp->state;
 	attr->port_num = 1;
 	attr->cap.max_send_wr = qp->sq.ring.mask + 1;
-	attr->cap.max_recv_wr = qp->rq.ring.mask + 1;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.ring.mask + 1;
 	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 	spin_unlock_bh(&qp->lock);
 
@@ -835,6 +903,7 @@ int mbcf_qp_query(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = qp->ibqp.qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	return 0;

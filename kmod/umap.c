@@ -52,7 +52,7 @@ struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len)
 	unsigned int i;
 	int err;
 
-	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	m = kzalloc(sizeof(*m), MBCF_GFP_OBJ);
 	if (!m)
 		return ERR_PTR(-ENOMEM);
 	m->len = PAGE_ALIGN(len);

@@ -51,6 +51,9 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->max_mr = MBCF_MAX_MR;
 	attr->max_mw = MBCF_MAX_MW;
 	attr->max_ah = MBCF_MAX_AH;
+	attr->max_srq = MBCF_MAX_SRQ;
+	attr->max_srq_wr = MBCF_MAX_SRQ_WR;
+	attr->max_srq_sge = MBCF_MAX_SGE;
 	attr->max_pd = MBCF_MAX_PD;
 	attr->max_qp_rd_atom = MBCF_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = MBCF_MAX_RD_ATOMIC;
@@ -88,8 +91,17 @@ static int mbcf_verbs_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->max_vl_num = 1;
 	/* the CM runs over QP1 (rdma_cm, ib_cm); no subnet manager on RoCE */
 	attr->port_cap_flags = IB_PORT_CM_SUP;
-	return ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
-				&attr->active_width);
+	/*
+	 * A netdev being unregistered has no speed to tell (ENODEV).  Report
+	 * the slowest instead of failing: the core drops an event whose
+	 * query_port fails, and the port's PORT_ERR is due exactly then.
+	 */
+	if (ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+			     &attr->active_width)) {
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+	}
+	return 0;
 }
 
 static int mbcf_verbs_get_port_immutable(struct ib_device *ibdev,

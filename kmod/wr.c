@@ -21,6 +21,11 @@
  * completes (sq.ring.idx <= i < sq.ring.rd), which is also when user space
  * gets the ring slot back: at most num_entries requests are ever in flight.
  *
+ * A shared receive queue (struct mbcf_srq) is read the same way, under its
+ * own lock taken inside the claiming QP's: a receive claimed from it moves
+ * to that QP's private slot (qp->srq_wr) and its ring slot is given back at
+ * once, since the QPs sharing it finish their messages in any order.
+ *
  * Everything runs under qp->lock except allocation and teardown.
  */
 #include <linux/slab.h>
@@ -80,14 +85,9 @@ static struct mbcf_wr_recv *mbcf_wr_recv_at(const struct mbcf_wq *q, u64 i)
  * copies, sized for @max_sge SGEs or @max_inline bytes of inline data.
  * Memory is charged to the caller's memory cgroup.
  */
-int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
-		  u32 n, u32 stride, u32 max_sge, u32 max_inline)
+static int mbcf_wr_alloc_ring(struct mbcf_wq *q, struct ib_ucontext *uctx,
+			      u32 n, u32 stride, u32 max_sge)
 {
-	size_t hdr = send ? sizeof(struct mbcf_wr_send) :
-			    sizeof(struct mbcf_wr_recv);
-	size_t body = max3((size_t)max_sge * sizeof(struct mbcf_sge),
-			   (size_t)max_inline, sizeof(struct mbcf_mw_bind));
-
 	q->umap = mbcf_umap_create(uctx, MBCF_RING_ENTRIES_OFF + (size_t)n * stride);
 	if (IS_ERR(q->umap)) {
 		int err = PTR_ERR(q->umap);
@@ -99,13 +99,38 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 	/* Idle from the start: the first posts must ring the doorbell. */
 	mbcf_ring_consumer_idle(&q->ring);
 	q->max_sge = max_sge;
+	return 0;
+}
+
+int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
+		  u32 n, u32 stride, u32 max_sge, u32 max_inline)
+{
+	size_t hdr = send ? sizeof(struct mbcf_wr_send) :
+			    sizeof(struct mbcf_wr_recv);
+	size_t body = max3((size_t)max_sge * sizeof(struct mbcf_sge),
+			   (size_t)max_inline, sizeof(struct mbcf_mw_bind));
+	int err;
+
+	err = mbcf_wr_alloc_ring(q, uctx, n, stride, max_sge);
+	if (err)
+		return err;
 	q->wr_stride = ALIGN(hdr + body, 8);
-	q->wr = kvcalloc(n, q->wr_stride, GFP_KERNEL_ACCOUNT);
+	q->wr = kvcalloc(n, q->wr_stride, MBCF_GFP_OBJ);
 	if (!q->wr) {
 		mbcf_wr_free(q);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * An SRQ's ring: no private copies here, a claim copies the receive into
+ * the claiming QP's slot (mbcf_wr_alloc_srq_slot).
+ */
+int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
+		      u32 stride, u32 max_sge)
+{
+	return mbcf_wr_alloc_ring(q, uctx, n, stride, max_sge);
 }
 
 /*
@@ -125,6 +150,15 @@ void mbcf_wr_free(struct mbcf_wq *q)
 	q->wr = NULL;
 }
 
+/* The slot a receive claimed from @qp's SRQ moves to (mbcf_wr_claim_srq). */
+int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp)
+{
+	qp->srq_wr = kzalloc(sizeof(struct mbcf_wr_recv) +
+			     qp->srq->rq.max_sge * sizeof(struct mbcf_sge),
+			     MBCF_GFP_OBJ);
+	return qp->srq_wr ? 0 : -ENOMEM;
+}
+
 /* ---- reading the rings ----------------------------------------------------- */
 
 /*
@@ -133,22 +167,33 @@ void mbcf_wr_free(struct mbcf_wq *q)
  * can hold.  Otherwise the ring is broken (and stays so until a reset) and
  * the QP fails with IB_EVENT_QP_FATAL.
  */
-static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
+static int mbcf_wq_avail(struct mbcf_wq *q, u32 *n, bool *broke)
 {
 	u32 prod, posted, held;
 
+	*broke = false;
 	if (unlikely(q->broken))
 		return -EPROTO;
 	prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
 	posted = prod - q->ring.idx;
 	held = q->ring.rd - q->ring.idx;
 	if (unlikely(posted > q->ring.mask + 1 || posted < held)) {
-		q->broken = true;
-		qp->pend |= MBCF_QP_PEND_FATAL;
+		q->broken = *broke = true;
 		return -EPROTO;
 	}
 	*n = posted - held;
 	return 0;
+}
+
+/* mbcf_wq_avail() of one of @qp's own rings: breaking it fails the QP. */
+static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
+{
+	bool broke;
+	int err = mbcf_wq_avail(q, n, &broke);
+
+	if (broke)
+		qp->pend |= MBCF_QP_PEND_FATAL;
+	return err;
 }
 
 /*
@@ -533,10 +578,17 @@ static int mbcf_wr_complete_send(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 	return mbcf_wr_push_send(qp, w, mbcf_wr_map_status(c->status), byte_len);
 }
 
+/* The receive a message claimed: in the RQ's slot, or moved from the SRQ. */
+static struct mbcf_wr_recv *mbcf_wr_claimed(struct mbcf_qp *qp, u64 cookie)
+{
+	if (qp->srq)
+		return (struct mbcf_wr_recv *)qp->srq_wr;
+	return mbcf_wr_recv_at(&qp->rq, cookie);
+}
+
 static int mbcf_wr_complete_recv(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 {
-	struct mbcf_wq *q = &qp->rq;
-	const struct mbcf_wr_recv *w = mbcf_wr_recv_at(q, c->cookie);
+	const struct mbcf_wr_recv *w = mbcf_wr_claimed(qp, c->cookie);
 	struct ib_wc wc = {
 		.wr_id = w->wr_id,
 		.status = mbcf_wr_map_status(c->status),
@@ -548,7 +600,8 @@ static int mbcf_wr_complete_recv(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 		.port_num = 1,
 	};
 
-	mbcf_ring_release(&q->ring, 1);
+	if (!qp->srq)	/* an SRQ's slot was given back when claimed */
+		mbcf_ring_release(&qp->rq.ring, 1);
 	if (c->flags & MBCF_CQE_IMM) {
 		wc.ex.imm_data = cpu_to_be32(c->imm);
 		wc.wc_flags |= IB_WC_WITH_IMM;
@@ -634,6 +687,9 @@ bool mbcf_wr_flush(struct mbcf_qp *qp)
 {
 	bool more = mbcf_wr_flush_queue(qp, &qp->sq, true);
 
+	/* an SRQ's receives stay for the other QPs (verbs) */
+	if (qp->srq)
+		return more;
 	return mbcf_wr_flush_queue(qp, &qp->rq, false) || more;
 }
 
@@ -647,7 +703,7 @@ void mbcf_wr_reset(struct mbcf_qp *qp)
 	struct mbcf_wq *qs[] = { &qp->sq, &qp->rq };
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(qs); i++) {
+	for (i = 0; i < (qp->srq ? 1 : ARRAY_SIZE(qs)); i++) {
 		struct mbcf_ring_end *r = &qs[i]->ring;
 
 		r->idx = mbcf_ring_load_acquire(mbcf_ring_prod(r));
@@ -660,6 +716,107 @@ void mbcf_wr_reset(struct mbcf_qp *qp)
 
 /* ---- receives ---------------------------------------------------------------- */
 
+/*
+ * Copy ring entry @e of @q, whose header @h was read once, into @w: at most
+ * @q's max_sge SGEs (false if more: not from the provider), and the
+ * receive's capacity.
+ */
+static bool mbcf_wr_take_recv(const struct mbcf_wq *q,
+			      const struct mbcf_recv_wqe *e,
+			      const struct mbcf_recv_wqe *h,
+			      struct mbcf_wr_recv *w)
+{
+	u64 total = 0;
+	u32 i;
+
+	if (h->num_sge > q->max_sge)
+		return false;
+	w->wr_id = h->wr_id;
+	w->num_sge = h->num_sge;
+	memcpy(w->sge, e->sge, h->num_sge * sizeof(*w->sge));
+	for (i = 0; i < w->num_sge; i++)
+		total += w->sge[i].length;
+	w->cap = min_t(u64, total, MBCF_MAX_MSG_SIZE);
+	return true;
+}
+
+/*
+ * The oldest receive of @qp's SRQ, moved to qp->srq_wr; its slot goes back
+ * to the producer now.  A broken SRQ ring (indices that make no sense, an
+ * entry the provider could not have written) fails every claim: the QP
+ * answers with a remote operation error and fails with IB_EVENT_QP_FATAL;
+ * the claim that finds it broken raises IB_EVENT_SRQ_ERR (once per SRQ)
+ * and has the other attached QPs failed from process context
+ * (mbcf_srq_broken).  Taking the SRQ below its armed limit raises
+ * IB_EVENT_SRQ_LIMIT_REACHED.  Events go out after qp->lock is dropped
+ * (qp->pend).
+ */
+static int mbcf_wr_claim_srq(struct mbcf_qp *qp, u32 *cap)
+{
+	struct mbcf_srq *srq = qp->srq;
+	struct mbcf_wr_recv *w = (struct mbcf_wr_recv *)qp->srq_wr;
+	struct mbcf_wq *q = &srq->rq;
+	const struct mbcf_recv_wqe *e;
+	struct mbcf_recv_wqe h;
+	int r = MBCF_CLAIM_OK;
+	bool broke;
+	u32 n;
+
+	spin_lock(&srq->lock);
+	for (;;) {
+		if (mbcf_wq_avail(q, &n, &broke)) {
+			r = MBCF_CLAIM_BAD;
+			goto out;
+		}
+		if (n)
+			break;
+		if (mbcf_ring_consumer_idle(&q->ring)) {
+			r = MBCF_CLAIM_NONE;	/* a doorbell wakes every QP */
+			goto out;
+		}
+	}
+	e = mbcf_ring_entry(&q->ring, q->ring.rd);
+	memcpy(&h, e, sizeof(h));
+	if (!mbcf_wr_take_recv(q, e, &h, w)) {
+		q->broken = broke = true;
+		r = MBCF_CLAIM_BAD;
+		goto out;
+	}
+	mbcf_ring_consume(&q->ring);
+	*cap = w->cap;
+	if (srq->limit && n - 1 < srq->limit) {
+		srq->limit = 0;		/* one event per arming (verbs) */
+		qp->pend |= MBCF_QP_PEND_SRQ_LIMIT;
+	}
+out:
+	spin_unlock(&srq->lock);
+	if (r == MBCF_CLAIM_BAD)
+		qp->pend |= MBCF_QP_PEND_FATAL;
+	if (broke) {
+		qp->pend |= MBCF_QP_PEND_SRQ_ERR;
+		mbcf_srq_broken(srq);
+	}
+	return r;
+}
+
+/*
+ * A doorbell of @srq (process context): the kernel is consuming again, and
+ * the ring is checked now, so a producer index user space broke while the
+ * SRQ was idle fails its QPs at once.  Returns true if the ring is broken;
+ * *broke is set if this call found it so (raise IB_EVENT_SRQ_ERR).
+ */
+bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke)
+{
+	bool broken;
+	u32 n;
+
+	spin_lock_bh(&srq->lock);
+	mbcf_ring_consumer_busy(&srq->rq.ring);
+	broken = mbcf_wq_avail(&srq->rq, &n, broke) != 0;
+	spin_unlock_bh(&srq->lock);
+	return broken;
+}
+
 /* ops->recv_claim: the oldest posted receive, copied and checked. */
 int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap)
 {
@@ -667,9 +824,12 @@ int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap)
 	const struct mbcf_recv_wqe *e;
 	struct mbcf_wr_recv *w;
 	struct mbcf_recv_wqe h;
-	u64 total = 0;
-	u32 n, i;
+	u32 n;
 
+	if (qp->srq) {
+		*cookie = 0;
+		return mbcf_wr_claim_srq(qp, cap);
+	}
 	for (;;) {
 		if (mbcf_wr_avail(qp, q, &n))
 			return MBCF_CLAIM_BAD;
@@ -680,17 +840,11 @@ int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap)
 	}
 	e = mbcf_ring_entry(&q->ring, q->ring.rd);
 	memcpy(&h, e, sizeof(h));
-	if (h.num_sge > q->max_sge) {
+	w = mbcf_wr_recv_at(q, q->ring.rd);
+	if (!mbcf_wr_take_recv(q, e, &h, w)) {
 		qp->pend |= MBCF_QP_PEND_FATAL;	/* not from the provider */
 		return MBCF_CLAIM_BAD;
 	}
-	w = mbcf_wr_recv_at(q, q->ring.rd);
-	w->wr_id = h.wr_id;
-	w->num_sge = h.num_sge;
-	memcpy(w->sge, e->sge, h.num_sge * sizeof(*w->sge));
-	for (i = 0; i < w->num_sge; i++)
-		total += w->sge[i].length;
-	w->cap = min_t(u64, total, MBCF_MAX_MSG_SIZE);
 	*cookie = q->ring.rd;
 	*cap = w->cap;
 	/* The slot stays taken until the receive completes. */
@@ -702,10 +856,11 @@ int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap)
 int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
 			 const u8 *src, u32 len)
 {
-	const struct mbcf_wr_recv *w = mbcf_wr_recv_at(&qp->rq, cookie);
+	const struct mbcf_wr_recv *w = mbcf_wr_claimed(qp, cookie);
 
-	return mbcf_mr_scatter(qp, w->sge, w->num_sge,
-			       offset, src, len);
+	/* an SRQ's receives name memory of the SRQ's PD (verbs) */
+	return mbcf_mr_scatter(qp, qp->srq ? qp->srq->ibsrq.pd : qp->ibqp.pd,
+			       w->sge, w->num_sge, offset, src, len);
 }
 
 /* ops->resp_data: read/atomic response data into the request's buffer. */
@@ -716,18 +871,24 @@ int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
 
 	if (w->flags & MBCF_WR_INLINE)
 		return -EINVAL;
-	return mbcf_mr_scatter(qp, w->sge, w->num_sge,
+	return mbcf_mr_scatter(qp, qp->ibqp.pd, w->sge, w->num_sge,
 			       offset, src, len);
 }
 
 /* ---- payloads of frames we send ---------------------------------------------- */
 
-/* Can the payload be referenced in registered pages (zero-copy)? */
+/*
+ * Can the payload be referenced in registered pages (zero-copy)?  Not a UC
+ * message's, nor a datagram's: they complete when their frames are built,
+ * long before the netdev or the peer has read them out of our pages (a
+ * qdisc, the peer's backlog), and verbs lets the application reuse the
+ * buffer at once.  An RC request completes only once acknowledged.
+ */
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl)
 {
 	if (pl->kind == MBCF_PL_TARGET)
 		return true;
-	return pl->kind == MBCF_PL_WR &&
+	return pl->kind == MBCF_PL_WR && qp->ibqp.qp_type == IB_QPT_RC &&
 	       !(mbcf_wr_send_at(&qp->sq, pl->cookie)->flags & MBCF_WR_INLINE);
 }
 
@@ -856,8 +1017,10 @@ int mbcf_wr_kpost_send(struct mbcf_qp *qp, const struct ib_send_wr *wr,
 	return err;
 }
 
-int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
-		       const struct ib_recv_wr **bad_wr)
+/* Receive entries into a kernel consumer's ring @r (a QP's RQ, an SRQ). */
+static int mbcf_wr_kpost_ring(spinlock_t *lock, struct mbcf_ring_end *r,
+			      u32 max_sge, const struct ib_recv_wr *wr,
+			      const struct ib_recv_wr **bad_wr)
 {
 	struct mbcf_recv_wqe *e;
 	unsigned long irqf;
@@ -865,10 +1028,10 @@ int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
 	int err = 0;
 	u32 i;
 
-	spin_lock_irqsave(&qp->klock, irqf);
+	spin_lock_irqsave(lock, irqf);
 	for (; wr; wr = wr->next) {
-		e = mbcf_ring_produce_slot(&qp->krq, &corrupt);
-		if (!e || wr->num_sge < 0 || wr->num_sge > qp->rq.max_sge) {
+		e = mbcf_ring_produce_slot(r, &corrupt);
+		if (!e || wr->num_sge < 0 || wr->num_sge > max_sge) {
 			err = e ? -EINVAL : -ENOMEM;
 			*bad_wr = wr;
 			break;
@@ -879,8 +1042,26 @@ int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
 		for (i = 0; i < wr->num_sge; i++)
 			e->sge[i] = (struct mbcf_sge){ wr->sg_list[i].addr,
 				wr->sg_list[i].length, wr->sg_list[i].lkey };
-		mbcf_ring_produce(&qp->krq);
+		mbcf_ring_produce(r);
 	}
-	spin_unlock_irqrestore(&qp->klock, irqf);
+	spin_unlock_irqrestore(lock, irqf);
 	return err;
+}
+
+int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	if (qp->srq) {		/* its receives go to the SRQ (verbs) */
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	return mbcf_wr_kpost_ring(&qp->klock, &qp->krq, qp->rq.max_sge, wr,
+				  bad_wr);
+}
+
+int mbcf_wr_kpost_srq(struct mbcf_srq *srq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr)
+{
+	return mbcf_wr_kpost_ring(&srq->klock, &srq->kring, srq->rq.max_sge,
+				  wr, bad_wr);
 }

@@ -9,9 +9,13 @@
  *          polling API (ibv_start_poll ...) on the mmapped CQ ring without
  *          a system call
  * qp.c     queue pairs (RC, UC, UD): create (also ibv_create_qp_ex), modify, query,
- *          destroy; maps the SQ/RQ rings
+ *          destroy; maps the SQ/RQ rings (no RQ ring with an SRQ)
+ * srq.c    shared receive queues: create (ibv_create_srq_ex for basic SRQs
+ *          comes here through libibverbs), modify, query, destroy; maps
+ *          the SRQ's receive ring
  * wr.c     work requests into the rings: post_send / post_recv and the
  *          extended work-request API (ibv_wr_start ... ibv_wr_complete),
+ *          post_srq_recv,
  *          with one set of checks; a system call only to ring the doorbell
  *          when the kernel has gone idle
  *
@@ -80,13 +84,21 @@ struct mbcf_qp {
 	int wr_err;			/* first error of the batch */
 };
 
+/*
+ * A shared receive queue: one receive ring like a QP's, which the kernel
+ * reads for whichever attached QP receives a message.
+ */
+struct mbcf_srq {
+	struct verbs_srq vsrq;
+	struct mbcf_wq rq;
+};
+
 /* An address handle: the kernel's number for it goes in UD send entries. */
 struct mbcf_ah {
 	struct ibv_ah ibv_ah;
 	uint32_t num;
 };
 
-/* CREATE_AH response: the core response, then struct mbcf_create_ah_resp. */
 /* EX_QUERY_DEVICE response: the core response, then the packet pacing caps. */
 struct mbcf_query_device_resp_full {
 	struct ib_uverbs_ex_query_device_resp ibv_resp;
@@ -96,6 +108,7 @@ static_assert(offsetof(struct mbcf_query_device_resp_full, drv) ==
 	      sizeof(struct ib_uverbs_ex_query_device_resp),
 	      "driver data must follow the core response");
 
+/* CREATE_AH response: the core response, then struct mbcf_create_ah_resp. */
 struct mbcf_create_ah_resp_full {
 	struct ib_uverbs_create_ah_resp ibv_resp;
 	struct mbcf_create_ah_resp drv;
@@ -156,6 +169,15 @@ static_assert(offsetof(struct mbcf_create_qp_resp_full, drv) ==
 	      sizeof(struct ib_uverbs_create_qp_resp),
 	      "driver data must follow the core response");
 
+/* CREATE_SRQ response: the core response, then struct mbcf_create_srq_resp. */
+struct mbcf_create_srq_resp_full {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct mbcf_create_srq_resp drv;
+};
+static_assert(offsetof(struct mbcf_create_srq_resp_full, drv) ==
+	      sizeof(struct ib_uverbs_create_srq_resp),
+	      "driver data must follow the core response");
+
 /* Ring entries: the layout the kernel checks (kmod/wr.c) too. */
 static_assert(sizeof(struct mbcf_send_wqe) == 56 &&
 	      offsetof(struct mbcf_send_wqe, sge) == 56 &&
@@ -179,6 +201,11 @@ static inline struct mbcf_cq *to_mcq(struct ibv_cq *ibcq)
 static inline struct mbcf_qp *to_mqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct mbcf_qp, vqp.qp);
+}
+
+static inline struct mbcf_srq *to_msrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct mbcf_srq, vsrq.srq);
 }
 
 static inline struct mbcf_ah *to_mah(struct ibv_ah *ibah)
@@ -236,6 +263,20 @@ int mbcf_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 int mbcf_qp_destroy(struct ibv_qp *qp);
 int mbcf_qp_enable_ex(struct mbcf_qp *qp);
 
+/* qp.c, srq.c: map / unmap one work queue's ring (0 entries: no ring) */
+int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
+		const struct mbcf_ring_info *info, uint32_t hdr,
+		uint32_t max_sge, uint32_t max_inline);
+void mbcf_wq_unmap(struct mbcf_wq *wq);
+
+/* srq.c */
+struct ibv_srq *mbcf_srq_create(struct ibv_pd *pd,
+				struct ibv_srq_init_attr *attr);
+int mbcf_srq_modify(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		    int attr_mask);
+int mbcf_srq_query(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int mbcf_srq_destroy(struct ibv_srq *srq);
+
 /* wr.c */
 /* The ibv_wr_* operations mbcf offers (IBV_QP_EX_WITH_*), per QP type (as
  * rxe: an unreliable QP has no reads, atomics or local invalidate). */
@@ -255,6 +296,8 @@ int mbcf_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int mbcf_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
+int mbcf_srq_post_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 void mbcf_wr_set_ops(struct mbcf_qp *qp);
 
 #endif /* MBCF_PROVIDER_H */

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Queue pairs (RC, UC, UD; no SRQ yet): create (also ibv_create_qp_ex with the
+ * Queue pairs (RC, UC, UD): create (also ibv_create_qp_ex with the
  * work-request API), modify, query, destroy.  CREATE_QP returns two rings,
  * the send and the receive queue, that we mmap() on the context fd; wr.c
- * produces work requests into them.  Everything here is one uverbs command.
+ * produces work requests into them.  A QP on a shared receive queue has no
+ * receive ring (0 entries): its receives come from the SRQ (srq.c).
+ * Everything here is one uverbs command.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,7 +17,7 @@
 #include "mbcf.h"
 
 /* Map one work queue's ring; a ring of 0 entries is "no queue". */
-static int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
+int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
 		       const struct mbcf_ring_info *info, uint32_t hdr,
 		       uint32_t max_sge, uint32_t max_inline)
 {
@@ -46,7 +48,7 @@ static int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
 	return 0;
 }
 
-static void mbcf_wq_unmap(struct mbcf_wq *wq)
+void mbcf_wq_unmap(struct mbcf_wq *wq)
 {
 	if (wq->map)
 		munmap(wq->map, wq->map_len);
@@ -106,9 +108,12 @@ static int mbcf_qp_check_ex(const struct ibv_qp_init_attr_ex *attr)
 		return EOPNOTSUPP;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		return EINVAL;
-	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	     attr->qp_type != IBV_QPT_UD) || attr->srq)
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP;
+	/* a basic SRQ of ours (an XRC SRQ cannot be made here) */
+	if (attr->srq && attr->srq->context != attr->pd->context)
+		return EINVAL;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		uint64_t ok = attr->qp_type == IBV_QPT_RC ? MBCF_RC_SEND_OPS_FLAGS :
 			      attr->qp_type == IBV_QPT_UC ? MBCF_UC_SEND_OPS_FLAGS :

@@ -117,6 +117,9 @@ enum mbcf_claim {
 				 * receive request): REMOTE_OP_ERROR */
 };
 
+/* ops->xmit: the request's local buffer cannot be read (see there). */
+#define MBCF_XMIT_FAULT		(-2)
+
 /*
  * Everything the core asks of its environment.  `env` is the pointer given
  * to mbcf_conn_init.  Every callback that can fail returns a status, and the
@@ -126,10 +129,14 @@ enum mbcf_claim {
 struct mbcf_ops {
 	/*
 	 * Transmit header + payload as one frame: 0 = sent (or dropped, like
-	 * a lost frame); nonzero = busy, nothing sent.  Busy holds sequenced
-	 * frames back until mbcf_conn_kick() (docs/protocol.md 7.4); a control
-	 * frame refused as busy is dropped, so an environment that bounds its
-	 * bursts should refuse only sequenced frames.
+	 * a lost frame); MBCF_XMIT_FAULT = the payload of a request
+	 * (MBCF_PL_WR) could not be read, its local memory is gone: nothing
+	 * sent, the request completes with MBCF_WC_LOC_PROT_ERR and the
+	 * connection enters ERROR; any other nonzero = busy, nothing sent.
+	 * Busy holds sequenced frames back until mbcf_conn_kick()
+	 * (docs/protocol.md 7.4); a control frame refused as busy is dropped,
+	 * so an environment that bounds its bursts should refuse only
+	 * sequenced frames.
 	 */
 	int (*xmit)(void *env, const u8 *hdr, u32 hdr_len,
 		    const struct mbcf_payload *pl);

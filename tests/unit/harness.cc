@@ -16,6 +16,9 @@ int xmit(void *env, const u8 *hdr, u32 hdr_len, const mbcf_payload *pl)
 		e->busy--;
 		return 1;
 	}
+	if (pl->kind == MBCF_PL_WR && e->fault_cookie &&
+	    pl->cookie == e->fault_cookie)
+		return MBCF_XMIT_FAULT;	// its buffer is gone
 	if (pl->kind == MBCF_PL_WR) {
 		auto &buf = e->local.at(pl->cookie);
 		fr.insert(fr.end(), buf.begin() + pl->offset,

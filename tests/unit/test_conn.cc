@@ -852,6 +852,72 @@ TEST_F(Pair, LocalProtectionErrorOnResponseData)
 	EXPECT_EQ(a.error_status, MBCF_WC_LOC_PROT_ERR);
 }
 
+// The read's response data cannot be placed, and the write after it was
+// acknowledged first: verbs completes in order, and nothing after an error
+// succeeds -- the write is flushed although the peer executed it.
+TEST_F(Pair, LocalProtectionErrorFlushesAcknowledgedLaterRequests)
+{
+	uint64_t c = post(a, MBCF_OP_READ_REQ, 100);
+	post(a, MBCF_OP_WRITE, 10);
+	a.local[c].resize(10);		// the local buffer cannot take the data
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 2u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_READ_RESP);
+	EXPECT_EQ(frame(b, 1).op, MBCF_OP_ACK);
+	b.out.pop_front();		// the response is lost, the write's ack is not
+	pump(b, a, now);
+	EXPECT_TRUE(a.cqes.empty());	// the write waits for the read
+	now += 2 * kMs;
+	mbcf_conn_timeout(&b.conn, now);	// B sends its response again
+	settle(a, b, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(b.target_writes, 1);	// it did land
+}
+
+// A request whose local buffer is gone when its frame is built (verbs:
+// the MR was deregistered under it) fails with LOC_PROT_ERR; what came
+// before completes, what comes after is flushed.
+TEST_F(Pair, XmitFaultFailsTheRequestWithLocalProtectionError)
+{
+	uint64_t c1 = post(a, MBCF_OP_WRITE, 10);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	defer = true;
+	uint64_t c2 = post(a, MBCF_OP_WRITE, 3000);
+	uint64_t c3 = post(a, MBCF_OP_SEND, 10);
+	a.fault_cookie = c2;
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_TRUE(a.out.empty());	// no byte of it leaves
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.errors, 1);
+	ASSERT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.cqes[0].cookie, c1);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[1].cookie, c2);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.cqes[2].cookie, c3);
+	EXPECT_EQ(a.cqes[2].status, MBCF_WC_WR_FLUSH_ERR);
+}
+
+// ... also when it goes mid-message: the frames sent are not taken back.
+TEST_F(Pair, XmitFaultMidMessage)
+{
+	uint64_t c = post(a, MBCF_OP_WRITE, 20000);	// 14 frames, window 16
+	ASSERT_GE(a.out.size(), 2u);
+	a.out.resize(1);		// all but the first are lost
+	a.fault_cookie = c;		// and its memory goes
+	pump(a, b, now);
+	now += 2 * kMs;
+	fire(a);			// the retransmission cannot be built
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+}
+
 TEST_F(Pair, ResetConnectionDropsEverything)
 {
 	post(a, MBCF_OP_WRITE, 10);

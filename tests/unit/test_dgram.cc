@@ -121,6 +121,18 @@ TEST_F(Dgram, AtMostOneFrame)
 	EXPECT_EQ(a.cqes[1].status, MBCF_WC_SUCCESS);
 }
 
+// A datagram whose buffer is gone (its MR deregistered) does not leave and
+// completes with a local protection error.
+TEST_F(Dgram, BufferGoneIsALocalProtectionError)
+{
+	a.fault_cookie = 1;
+	EXPECT_EQ(send(1, MBCF_OP_SEND, 600), MBCF_WC_LOC_PROT_ERR);
+	EXPECT_TRUE(a.out.empty());
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(da.ctr.tx_frames, 0u);
+}
+
 // What the receiver cannot take is lost, counted once, and never touches
 // a receive it does not fit.
 TEST_F(Dgram, UndeliverableDatagrams)

@@ -23,6 +23,10 @@ options:
   --timeout SEC    kill the guest and fail after SEC seconds (default: 900)
   --keep-log FILE  write the full serial console (incl. full dmesg) to FILE
   --no-topology    do not set up veth/namespace/rdma links before SCRIPT
+  --net BACKEND    give the guest a virtio-net NIC on -netdev BACKEND (e.g.
+                   dgram,local.type=fd,local.str=10; run2.sh) instead of none
+  --mac MAC        that NIC's MAC address
+  --env NAME=VAL   export NAME=VAL to the guest's setup and SCRIPT (repeatable)
   --quiet          print only the script's output and the verdict
   -h, --help       this help
 EOF
@@ -42,6 +46,9 @@ keep_log=
 topology=1
 install=1
 quiet=0
+net=
+mac=
+envs=()
 
 die() {
 	echo "run.sh: $*" >&2
@@ -59,6 +66,11 @@ while [ $# -gt 0 ]; do
 	--keep-log) keep_log=${2:?}; shift 2 ;;
 	--no-topology) topology=0; shift ;;
 	--quiet) quiet=1; shift ;;
+	--net) net=${2:?--net needs a -netdev backend}; shift 2 ;;
+	--mac) mac=${2:?--mac needs an address}; shift 2 ;;
+	--env)
+		[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env takes NAME=VALUE"
+		envs+=("$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) usage >&2; die "unknown option $1" ;;
@@ -70,6 +82,14 @@ script=$1
 shift
 [ -f "$script" ] || die "no such script: $script"
 script=$(realpath "$script")
+# Guests reach nothing but each other: socket backends on a passed fd or
+# on 127.0.0.1 only (never user-mode networking, tap, multicast, ...).
+if [ -n "$net" ]; then
+	[[ $net =~ ^(dgram|socket|stream), ]] && [[ $net != *mcast* ]] &&
+		! grep -qP '(?<![\d.])(?!127\.0\.0\.1(?![\d.]))\d+\.\d+\.\d+\.\d+' <<<"$net" &&
+		[[ ! $net =~ (host|addr|udp|connect|listen)=[^1,]|=localhost ]] ||
+		die "--net: only dgram/socket/stream backends on a file descriptor or 127.0.0.1"
+fi
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
 
 t_start=$EPOCHREALTIME
@@ -331,6 +351,9 @@ done
 	printf 'VM_TOPOLOGY=%q\n' "$topology"
 	printf 'VM_SCRIPT=%q\n' "$guest_script"
 	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
+	for e in "${envs[@]}"; do
+		printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"
+	done
 	printf 'VM_ARGS=('
 	[ $# -gt 0 ] && printf ' %q' "$@"
 	printf ' )\n'
@@ -345,11 +368,15 @@ cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
 cmdline+=" mbcfvm_shares=$(IFS=,; echo "${shares[*]}")"
 
+nic=(-nic none)
+if [ -n "$net" ]; then # one virtio-net NIC (run2.sh: a link to another guest)
+	nic=(-netdev "$net,id=net0" -device "virtio-net-pci,netdev=net0,romfile=${mac:+,mac=$mac}")
+fi
 # shellcheck disable=SC2054 # commas are qemu option syntax
 qemu=(
 	qemu-system-x86_64 -accel tcg,thread=multi -machine pc -cpu max
 	-smp "$smp" -m "$mem" -nodefaults -no-reboot -no-user-config
-	-display none -monitor none -nic none
+	-display none -monitor none "${nic[@]}"
 	-chardev stdio,id=con,signal=off -serial chardev:con
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-kernel "$kernel" -initrd "$initrd" -append "$cmdline"

@@ -87,9 +87,12 @@ struct mbcf_alloc_ucontext_resp {
 /*
  * Ring flags.  DEAD: the kernel object behind the ring is gone (destroyed,
  * or its device was removed while the process kept the mapping): nothing
- * will be produced or consumed any more.  The kernel also leaves db_needed
- * set on a dead send/receive queue, so a post rings the doorbell and the
- * doorbell fails (EIO once the device is gone).
+ * will be produced or consumed any more.  The provider checks it before
+ * publishing a work request: a post on a dead queue fails with EIO and
+ * publishes nothing.  (The kernel also leaves db_needed set on a dead
+ * send/receive queue, so a provider that does not check rings a doorbell,
+ * which fails.)  A doorbell that fails with EIO after entries were
+ * published does not fail the post: the kernel may still execute them.
  */
 #define MBCF_RING_F_DEAD	0x1
 
@@ -188,7 +191,15 @@ struct mbcf_create_ah_resp {
 
 struct mbcf_create_qp_resp {
 	struct mbcf_ring_info sq;
-	struct mbcf_ring_info rq;
+	struct mbcf_ring_info rq;	/* 0 entries: the QP has an SRQ */
+};
+
+/*
+ * ibv_create_srq: the SRQ's receive ring, entries struct mbcf_recv_wqe as a
+ * QP's receive queue; POST_SRQ_RECV with no work request is its doorbell.
+ */
+struct mbcf_create_srq_resp {
+	struct mbcf_ring_info ring;
 };
 
 #endif /* MBCF_ABI_H */
