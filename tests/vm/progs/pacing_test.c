@@ -11,10 +11,20 @@
  *    paced QP's rate, measured at the receiver from the completion times of
  *    its one-frame WRITE_WITH_IMM messages over -t seconds, is within
  *    -p percent of its target (the rate counts whole Ethernet frames);
- *  - 0 removes the limit: the QP then runs far above its old rate.
+ *  - 0 removes the limit: the QP then runs far above its old rate;
+ *  - bursts (-c IFNAME, the receiver's netdev, opened in the network
+ *    namespace -n PATH if given): the paced QPs' sequenced frames are
+ *    captured at the receiver with their receive timestamps (an AF_PACKET
+ *    socket, SO_TIMESTAMPNS) over the same window, and every run of frames
+ *    of one QP that arrive closer together than half the QP's frame time at
+ *    its rate is a burst ("back to back").  Burst lengths are reported
+ *    ("burst: ..."), never asserted: they measure how late the guest's
+ *    timers run.  Asserted: frames of every paced QP were captured, none
+ *    longer than the MTU.
+ *  -M measures only: the rate checks print "note: ..." and count nothing.
  *
  *   mbcf_pacing_test -a DEV -b DEV [-r BASE_KBPS] [-m MSG_BYTES] [-t SECONDS]
- *                    [-p PERCENT]
+ *                    [-p PERCENT] [-c IFNAME [-n NETNS]] [-M]
  * Prints "ok: ..." per check, "FAIL: ..." per failure, "rate: ..." per QP;
  * the exit status is the number of failures (capped at 100), 2 for setup
  * errors.
@@ -24,10 +34,18 @@
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +63,7 @@ static uint32_t msg_len = 1024, mtu = 1500;
 #define BULK_DEPTH	4
 
 static int failures;
+static int measure_only;	/* -M: the rate checks count nothing */
 
 #define CHECK(cond, ...)						\
 	do {								\
@@ -55,6 +74,18 @@ static int failures;
 			printf("FAIL: " __VA_ARGS__);			\
 		}							\
 		printf(" [%s]\n", #cond);				\
+	} while (0)
+
+/* a rate check, or with -M a note of what it would have said */
+#define RATE_CHECK(cond, ...)						\
+	do {								\
+		if (measure_only) {					\
+			printf("note: %s: ", (cond) ? "ok" : "off");	\
+			printf(__VA_ARGS__);				\
+			printf("\n");					\
+		} else {						\
+			CHECK(cond, __VA_ARGS__);			\
+		}							\
 	} while (0)
 
 static void die(const char *what)
@@ -263,6 +294,7 @@ struct tally {
 static struct tally rx[NQP];
 static int inflight[NQP];
 static double win0, win1;
+static volatile int cap_on;	/* the capture thread keeps what it sees */
 
 static void post_send(int i)
 {
@@ -320,6 +352,7 @@ static void run(double secs)
 		fill();
 		n = ibv_poll_cq(B.cq, 64, wc);
 		t = now_s();
+		cap_on = t >= win0 && t < win1;
 		for (k = 0; k < n; k++) {
 			int i = (int)wc[k].wr_id;
 
@@ -359,6 +392,222 @@ static double measured_kbps(const struct tally *x)
 	return (x->n - 1) * msg_wire_bytes() * 8.0 / (x->last - x->first) / 1000.0;
 }
 
+/* ---- bursts, from receive timestamps ------------------------------------------ */
+
+#define MBCF_ETHERTYPE	0x88B5
+#define MBCF_OP_CONTROL	0x10	/* opcodes from here on are not sequenced */
+#define CAP_MAX		(1 << 20)
+
+struct cap_frame {
+	uint32_t qpn;		/* dst_qpn */
+	uint32_t len;		/* whole Ethernet frame */
+	int64_t ns;		/* receive timestamp */
+};
+
+static const char *cap_ifname, *cap_netns;
+static int cap_fd = -1;
+static struct cap_frame *cap;
+static long cap_n, cap_lost;
+static volatile int cap_stop;
+static pthread_t cap_thread;
+
+/*
+ * An AF_PACKET socket on the receiver's netdev (opened in its network
+ * namespace: sockets keep theirs), MBCF frames only; the filter drops
+ * our own outgoing frames (the receiver's ACKs) and the unpaced QP's.
+ */
+static void cap_open(uint32_t bulk_qpn)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 3, 0),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH + 4),	/* dst_qpn */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, bulk_qpn, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, 0x40000),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+				   .sll_protocol = htons(MBCF_ETHERTYPE) };
+	int self = -1, ns, one = 1;
+
+	if (cap_netns) {
+		self = open("/proc/self/ns/net", O_RDONLY);
+		ns = open(cap_netns, O_RDONLY);
+		if (self < 0 || ns < 0 || setns(ns, CLONE_NEWNET))
+			die("setns (capture)");
+		close(ns);
+	}
+	cap_fd = socket(AF_PACKET, SOCK_RAW, htons(MBCF_ETHERTYPE));
+	sll.sll_ifindex = (int)if_nametoindex(cap_ifname);
+	if (cap_fd < 0 || !sll.sll_ifindex ||
+	    setsockopt(cap_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ||
+	    setsockopt(cap_fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) ||
+	    bind(cap_fd, (struct sockaddr *)&sll, sizeof(sll)))
+		die("capture socket");
+	if (cap_netns && (setns(self, CLONE_NEWNET) || close(self)))
+		die("setns back");
+	cap = calloc(CAP_MAX, sizeof(*cap));
+	if (!cap)
+		die("calloc");
+}
+
+static void *cap_main(void *arg)
+{
+	uint8_t frame[64];
+	char ctl[256];
+	struct iovec iov = { frame, sizeof(frame) };
+	struct timeval tv = { 0, 100000 };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	struct timespec ts;
+	ssize_t n;
+
+	(void)arg;
+	setsockopt(cap_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (!cap_stop) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = ctl;
+		mh.msg_controllen = sizeof(ctl);
+		n = recvmsg(cap_fd, &mh, MSG_TRUNC);
+		if (n < ETH + 24 || !cap_on)
+			continue;
+		if (frame[ETH + 1] == 0 || frame[ETH + 1] >= MBCF_OP_CONTROL)
+			continue;	/* not sequenced: not paced */
+		ts.tv_sec = 0;
+		ts.tv_nsec = 0;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+			if (cm->cmsg_level == SOL_SOCKET &&
+			    cm->cmsg_type == SCM_TIMESTAMPNS)
+				memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+		if (cap_n >= CAP_MAX) {
+			cap_lost++;
+			continue;
+		}
+		cap[cap_n].qpn = (uint32_t)frame[ETH + 5] << 16 |
+				 (uint32_t)frame[ETH + 6] << 8 | frame[ETH + 7];
+		cap[cap_n].len = (uint32_t)n;
+		cap[cap_n].ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		cap_n++;
+	}
+	return NULL;
+}
+
+static void cap_start(void)
+{
+	if (cap_fd >= 0 && pthread_create(&cap_thread, NULL, cap_main, NULL))
+		die("pthread_create");
+}
+
+static void cap_finish(void)
+{
+	struct tpacket_stats st;
+	socklen_t sl = sizeof(st);
+
+	if (cap_fd < 0)
+		return;
+	cap_stop = 1;
+	pthread_join(cap_thread, NULL);
+	if (!getsockopt(cap_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl))
+		cap_lost += st.tp_drops;
+	close(cap_fd);
+	cap_fd = -1;
+}
+
+/*
+ * Bursts of paced QP i (B's QP qpn, rate kbps): consecutive frames less
+ * than half a frame time apart at the QP's rate came back to back.  Adds
+ * the run lengths to hist (index: length, the last bucket: longer).
+ */
+#define HIST	9
+static void bursts(uint32_t qpn, uint32_t kbps, long *hist, long *frames,
+		   int *longest, double *late_ms)
+{
+	int64_t prev = 0;
+	int run = 0;
+	long i;
+
+	for (i = 0; i < cap_n; i++) {
+		const struct cap_frame *f = &cap[i];
+		/* the frame time of the previous frame at the QP's rate */
+		double gap_ns = prev ? (double)(f->ns - prev) : 0;
+		double need_ns;
+
+		if (f->qpn != qpn)
+			continue;
+		(*frames)++;
+		need_ns = (double)f->len * 8e6 / kbps;
+		if (run && gap_ns < need_ns / 2) {
+			run++;
+		} else {
+			if (run) {
+				hist[run < HIST ? run : HIST]++;
+				if (run > *longest)
+					*longest = run;
+			}
+			run = 1;
+			if (prev && gap_ns - need_ns > *late_ms * 1e6)
+				*late_ms = (gap_ns - need_ns) / 1e6;
+		}
+		prev = f->ns;
+	}
+	if (run) {
+		hist[run < HIST ? run : HIST]++;
+		if (run > *longest)
+			*longest = run;
+	}
+}
+
+static void check_bursts(const uint32_t *rate, uint32_t link_kbps)
+{
+	long hist[HIST + 1] = {}, all[HIST + 1] = {}, frames, total = 0, over;
+	long runs_over = 0;
+	uint32_t max_len = 0;
+	double late;
+	int i, k, longest, worst = 0;
+
+	cap_finish();
+	if (!cap)
+		return;
+	for (i = 0; i < cap_n; i++)
+		if (cap[i].len > max_len)
+			max_len = cap[i].len;
+	printf("burst: %ld sequenced frames of paced QPs captured on %s (%ld lost), "
+	       "longest %u bytes\n", cap_n, cap_ifname, cap_lost, max_len);
+	CHECK(max_len <= ETH + mtu, "captured frames are at most MTU-sized (%u bytes)",
+	      max_len);
+	for (i = 0; i < NPACED; i++) {
+		memset(hist, 0, sizeof(hist));
+		frames = 0;
+		longest = 0;
+		late = 0;
+		bursts(B.qp[i]->qp_num, rate[i], hist, &frames, &longest, &late);
+		CHECK(frames > 0, "QP %d: its frames were captured at the receiver (%ld)",
+		      i, frames);
+		printf("burst: QP %2d %6u kbit/s (%.2f %% of the link): %ld frames, "
+		       "runs", i, rate[i], 100.0 * rate[i] / link_kbps, frames);
+		for (k = 1; k <= HIST; k++) {
+			printf(" %s%d:%ld", k == HIST ? ">=" : "", k, hist[k]);
+			all[k] += hist[k];
+		}
+		printf(", longest %d, largest gap beyond the frame time %.2f ms\n",
+		       longest, late);
+		if (longest > worst)
+			worst = longest;
+		total += frames;
+	}
+	over = total - all[1] - 2 * all[2];	/* frames in runs longer than 2 */
+	for (k = 3; k <= HIST; k++)
+		runs_over += all[k];
+	printf("burst: all 16 QPs: %ld frames, %ld runs of 1, %ld of 2, %ld longer; "
+	       "%ld frames (%.2f %%) in runs longer than 2; longest run %d "
+	       "(goal: <= 2 at rates <= 50 %% of the link)\n",
+	       total, all[1], all[2], runs_over, over,
+	       total ? 100.0 * over / total : 0.0, worst);
+}
+
 static void check_rates(uint32_t base, double secs, double pct)
 {
 	uint32_t rate[NPACED];
@@ -387,6 +636,10 @@ static void check_rates(uint32_t base, double secs, double pct)
 	for (i = 0; i < NPACED; i++)
 		for (int k = 0; k < 256; k++)
 			post_recv(i);
+	if (cap_ifname) {
+		cap_open(B.qp[NPACED]->qp_num);
+		cap_start();
+	}
 
 	t = now_s();
 	win0 = t + 0.5;		/* warm up: windows fill, clocks settle */
@@ -425,13 +678,15 @@ static void check_rates(uint32_t base, double secs, double pct)
 	}
 	printf("rate: paced sum %.1f kbit/s, median measured/target %.4f\n", sum, med);
 	for (i = 0; i < NPACED; i++) {
-		CHECK(r[i] >= med * (1 - pct / 100) && r[i] <= med * (1 + pct / 100),
+		RATE_CHECK(r[i] >= med * (1 - pct / 100) && r[i] <= med * (1 + pct / 100),
 		      "QP %d: measured/target %.4f within %.0f %% of the median %.4f",
 		      i, r[i], pct, med);
-		CHECK(r[i] <= 1 + pct / 100, "QP %d: never above its rate + %.0f %% (%.4f)",
+		RATE_CHECK(r[i] <= 1 + pct / 100, "QP %d: never above its rate + %.0f %% (%.4f)",
 		      i, pct, r[i]);
 	}
-	CHECK(med >= 0.5, "the median QP got at least half its rate (%.4f)", med);
+	RATE_CHECK(med >= 0.5, "the median QP got at least half its rate (%.4f)", med);
+	if (cap_ifname)
+		check_bursts(rate, caps.qp_rate_limit_max);
 
 	/* 0 removes the limit: QP 0 (the slowest) now runs unhindered */
 	CHECK(set_rate(A.qp[0], 0) == 0, "QP 0: rate 0 (unpaced)");
@@ -441,7 +696,7 @@ static void check_rates(uint32_t base, double secs, double pct)
 	run(0.5);
 	kb = measured_kbps(&rx[0]);
 	printf("rate: QP  0 unpaced %.1f kbit/s\n", kb);
-	CHECK(kb > 4.0 * rate[0], "QP 0 unpaced runs far above its old %u kbit/s (%.1f)",
+	RATE_CHECK(kb > 4.0 * rate[0], "QP 0 unpaced runs far above its old %u kbit/s (%.1f)",
 	      rate[0], kb);
 	(void)bulk0;
 
@@ -476,7 +731,7 @@ int main(int argc, char **argv)
 	double secs = 1.0, pct = 5.0;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:b:r:t:p:m:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:r:t:p:m:c:n:M")) != -1) {
 		switch (c) {
 		case 'a': a = optarg; break;
 		case 'b': b = optarg; break;
@@ -484,8 +739,12 @@ int main(int argc, char **argv)
 		case 't': secs = atof(optarg); break;
 		case 'p': pct = atof(optarg); break;
 		case 'm': msg_len = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'c': cap_ifname = optarg; break;
+		case 'n': cap_netns = optarg; break;
+		case 'M': measure_only = 1; break;
 		default:
-			fprintf(stderr, "usage: %s -a DEV -b DEV [-r KBPS] [-m BYTES] [-t S] [-p PCT]\n",
+			fprintf(stderr, "usage: %s -a DEV -b DEV [-r KBPS] [-m BYTES] [-t S] [-p PCT] "
+				"[-c IFNAME [-n NETNS]] [-M]\n",
 				argv[0]);
 			return 2;
 		}
