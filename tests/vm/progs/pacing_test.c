@@ -429,7 +429,7 @@ static void cap_open(uint32_t bulk_qpn)
 	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
 				   .sll_protocol = htons(MBCF_ETHERTYPE) };
-	int self = -1, ns, one = 1;
+	int self = -1, ns, one = 1, rcvbuf = 16 << 20;
 
 	if (cap_netns) {
 		self = open("/proc/self/ns/net", O_RDONLY);
@@ -443,6 +443,8 @@ static void cap_open(uint32_t bulk_qpn)
 	if (cap_fd < 0 || !sll.sll_ifindex ||
 	    setsockopt(cap_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ||
 	    setsockopt(cap_fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) ||
+	    (setsockopt(cap_fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) &&
+	     setsockopt(cap_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf))) ||
 	    bind(cap_fd, (struct sockaddr *)&sll, sizeof(sll)))
 		die("capture socket");
 	if (cap_netns && (setns(self, CLONE_NEWNET) || close(self)))
