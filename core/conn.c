@@ -274,6 +274,28 @@ void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now)
 }
 
 /* xmit can take frames again after returning busy. */
+void mbcf_conn_set_rate(struct mbcf_conn *c, u32 kbps, u64 now)
+{
+	if (kbps && !c->pace.kbps)
+		c->ackreq_at = now;
+	mbcf_pace_set(&c->pace, kbps, now);
+	if (c->state == MBCF_CONN_RTS)
+		conn_settle(c, now);
+}
+
+void mbcf_conn_set_pace_slack(struct mbcf_conn *c, u64 slack_ns)
+{
+	c->pace.slack_ns = slack_ns;
+}
+
+bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due)
+{
+	if (c->state != MBCF_CONN_RTS || !c->pace_wait || !c->pace.kbps)
+		return false;
+	*due = c->pace.next;
+	return true;
+}
+
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now)
 {
 	c->tx_busy = false;

@@ -241,7 +241,7 @@ static bool send_more_after(struct mbcf_conn *c)
  * free, must flow back while a large window is still in flight, or an
  * application that keeps a bounded number of requests posted stalls.
  */
-static u8 send_ackreq(struct mbcf_conn *c)
+static u8 send_ackreq(struct mbcf_conn *c, u32 bytes, u64 now)
 {
 	u32 every = c->cfg.ack_interval;
 	s32 inflight = mbcf_seq_diff(c->snd_nxt, c->snd_una) + 1;
@@ -253,7 +253,33 @@ static u8 send_ackreq(struct mbcf_conn *c)
 			c->cfg.window / 2 : MBCF_ACK_EVERY_MAX;
 	if (c->since_ackreq + 1 >= every || (u32)inflight >= c->cfg.window)
 		return MBCF_F_ACKREQ;
+	/*
+	 * Paced: frames leave one by one, so "the end of a burst" never
+	 * comes; ask once the frames since the last ACKREQ span a quarter of
+	 * the retransmit timeout in pacing time, so the oldest of them is
+	 * acknowledged long before the timer would resend it.
+	 */
+	if (c->pace.kbps &&
+	    (s64)(mbcf_pace_peek(&c->pace, bytes, now) - c->ackreq_at) >=
+	    (s64)(c->rto_cur / 4))
+		return MBCF_F_ACKREQ;
 	return send_more_after(c) ? 0 : MBCF_F_ACKREQ;
+}
+
+/* Bytes frame i of m occupies on the wire (what pacing counts). */
+static u32 send_frame_bytes(const struct mbcf_conn *c, const struct mbcf_msg *m,
+			    u32 i)
+{
+	u8 op = m->op;
+	u32 pay = 0, left;
+
+	if (op == MBCF_OP_WRITE_IMM && i + 1 < m->nframes)
+		op = MBCF_OP_WRITE;	/* as send_fill_ext() builds it */
+	if (send_has_data(m->op)) {
+		left = m->len - i * m->seg;
+		pay = left < m->seg ? left : m->seg;
+	}
+	return mbcf_codec_hdr_len(op) + pay + c->cfg.frame_overhead;
 }
 
 static void send_fill_data(const struct mbcf_msg *m, u32 off,
@@ -368,12 +394,12 @@ static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 	return m;
 }
 
-static bool send_one(struct mbcf_conn *c)
+static bool send_one(struct mbcf_conn *c, u64 now)
 {
 	struct mbcf_msg *m;
 	bool fresh;
+	u32 i, bytes;
 	int err;
-	u32 i;
 	u8 fl;
 
 	m = send_next_msg(c, &fresh);
@@ -384,7 +410,14 @@ static bool send_one(struct mbcf_conn *c)
 		return false;
 	}
 	i = (u32)mbcf_seq_diff(c->snd_nxt, m->first_psn);
-	fl = send_ackreq(c);
+	/* paced: not before the clock, a first send or a go-back-N resend */
+	if (!mbcf_pace_ready(&c->pace, now)) {
+		c->pace_wait = true;
+		mbcf_pace_hold(&c->pace);
+		return false;
+	}
+	bytes = c->pace.kbps ? send_frame_bytes(c, m, i) : 0;
+	fl = send_ackreq(c, bytes, now);
 	err = send_frame(c, m, i, fl);
 	if (err == MBCF_XMIT_FAULT) {
 		/* the memory the frame comes from is gone: the request it
@@ -399,12 +432,14 @@ static bool send_one(struct mbcf_conn *c)
 		c->ctr.tx_busy++;
 		return false;
 	}
+	mbcf_pace_sent(&c->pace, bytes, now);
 	c->ctr.tx_frames++;
 	if (m->seg)
 		c->ctr.tx_bytes += i + 1 == m->nframes ?
 				   m->len - i * m->seg : m->seg;
 	if (fl) {
 		c->since_ackreq = 0;
+		c->ackreq_at = now;
 		c->ctr.acks_req++;
 	} else {
 		c->since_ackreq++;
@@ -435,9 +470,10 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now)
 {
 	u32 sent = 0;
 
+	c->pace_wait = false;
 	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
 	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->cfg.window) {
-		if (!send_one(c))
+		if (!send_one(c, now))
 			break;
 		sent++;
 	}
@@ -712,6 +748,16 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 	c->rto_at = 0;
 	if (!send_waiting(c))
 		return;
+	/*
+	 * Go-back-N already rewound to the oldest frame and the pacing clock
+	 * still holds its resend: that frame has not left again, so there is
+	 * nothing to time out yet.  Wait from when it may leave, no penalty.
+	 */
+	if (c->snd_nxt == c->snd_una && c->snd_una != c->snd_max &&
+	    !mbcf_pace_ready(&c->pace, now)) {
+		c->rto_at = c->pace.next + c->rto_cur;
+		return;
+	}
 	if (c->snd_una == c->snd_max && now < c->alive_at + c->rto_cur) {
 		c->rto_at = c->alive_at + c->rto_cur;	/* heard from it since */
 		return;

@@ -87,6 +87,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON_ONCE(atomic_read(&dev->cq_count));
 	WARN_ON_ONCE(atomic_read(&dev->qp_count));
 	mbcf_net_stop(dev);
+	mbcf_pacer_fini(&dev->pacer);
 	WARN_ON_ONCE(!xa_empty(&dev->qp_xa));
 	xa_destroy(&dev->qp_xa);
 	free_percpu(dev->rx_ctr);
@@ -121,6 +122,11 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 		return NULL;
 	dev->rx_ctr = alloc_percpu(struct mbcf_counters);
 	if (!dev->rx_ctr) {
+		ib_dealloc_device(&dev->ibdev);
+		return NULL;
+	}
+	if (mbcf_pacer_init(&dev->pacer, ndev->name)) {
+		free_percpu(dev->rx_ctr);
 		ib_dealloc_device(&dev->ibdev);
 		return NULL;
 	}

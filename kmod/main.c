@@ -28,6 +28,10 @@ unsigned int mbcf_zerocopy = 1;
 module_param_named(zerocopy, mbcf_zerocopy, uint, 0644);
 MODULE_PARM_DESC(zerocopy, "Send payloads as page fragments: 0 never, 1 unless the netdev copies them (default), 2 always");
 
+unsigned int mbcf_pace_slack_us = 2000;
+module_param_named(pace_slack_us, mbcf_pace_slack_us, uint, 0644);
+MODULE_PARM_DESC(pace_slack_us, "Pacing: how late (us) the pacer's timer may be without costing a paced QP rate; made up for in bursts (0 = never: bursts of at most 2 frames)");
+
 static LIST_HEAD(mbcf_main_devices);
 static DEFINE_SPINLOCK(mbcf_main_devices_lock);
 static DEFINE_MUTEX(mbcf_main_newlink_mutex);

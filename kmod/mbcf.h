@@ -22,6 +22,7 @@
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
  *   ah.c      address handles: where UD datagrams go
+ *   pacer.c   the device's pacer: one timer that kicks paced QPs when due
  *   srq.c     shared receive queues: the verbs, and waking the QPs that
  *             wait on one
  */
@@ -29,8 +30,10 @@
 #define MBCF_KMOD_H
 
 #include <linux/hrtimer.h>
+#include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
+#include <linux/rbtree.h>
 #include <linux/skbuff.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
@@ -65,6 +68,24 @@
 #define MBCF_MAX_RD_ATOMIC	16
 #define MBCF_MAX_INLINE		256
 #define MBCF_MAX_MSG_SIZE	(1U << 31)
+/*
+ * Per-QP pacing (ibv_modify_qp_rate_limit), kbit/s: the smallest rate
+ * (PSPacer's), and the largest when the link's speed is unknown; otherwise
+ * the link's speed is the largest (pacer.c).
+ */
+#define MBCF_PACE_MIN_KBPS	8
+#define MBCF_PACE_MAX_KBPS	100000000u	/* 100 Gbit/s */
+
+/* The device's pacer (pacer.c): paced QPs waiting for their clock. */
+struct mbcf_pacer {
+	spinlock_t lock;		/* nests inside qp->lock */
+	struct rb_root_cached due;	/* mbcf_qp.pace_node, by pace_due */
+	struct hrtimer timer;		/* hard: at the earliest pace_due */
+	struct kthread_worker *worker;	/* SCHED_FIFO: serves the due QPs */
+	struct kthread_work work;
+	bool armed;
+	u64 armed_at;
+};
 
 /*
  * Memory a process makes us allocate for the objects it creates (QPs, MRs,
@@ -117,6 +138,7 @@ struct mbcf_dev {
 	atomic_t ah_count;
 	atomic_t srq_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
+	struct mbcf_pacer pacer;
 };
 
 struct mbcf_ucontext {
@@ -278,6 +300,16 @@ struct mbcf_qp {
 	bool tx_owner;
 	struct work_struct tx_work;
 
+	/*
+	 * Pacing: the rate modify_qp set (kbit/s, 0 = unpaced; the clock
+	 * itself is the connection's), and the QP's place in the device's
+	 * pacer while it waits for its clock (under pacer.lock).
+	 */
+	u32 rate_kbps;
+	struct rb_node pace_node;
+	u64 pace_due;
+	bool pace_queued;
+
 	/* Peer, from modify_qp(RTR). */
 	u8 dmac[ETH_ALEN];
 	u32 dest_qpn;
@@ -314,6 +346,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 /* main.c: module parameters */
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
+extern unsigned int mbcf_pace_slack_us;
 extern unsigned int mbcf_zerocopy;
 
 /* main.c */
@@ -364,6 +397,14 @@ void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		const u8 *src_mac);
 void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
 void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
+void mbcf_qp_paced(struct mbcf_qp *qp);
+
+/* pacer.c */
+int mbcf_pacer_init(struct mbcf_pacer *p, const char *name);
+void mbcf_pacer_fini(struct mbcf_pacer *p);
+void mbcf_pacer_wait(struct mbcf_qp *qp, u64 due);
+void mbcf_pacer_remove(struct mbcf_qp *qp);
+u32 mbcf_pacer_max_kbps(const struct mbcf_dev *dev);
 
 /* srq.c */
 extern const struct ib_device_ops mbcf_srq_ops;

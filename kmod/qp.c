@@ -139,6 +139,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 {
 	struct sk_buff_head batch;
 	u8 events;
+	u64 due;
 
 	__skb_queue_head_init(&batch);
 	while (!qp->tx_owner && !skb_queue_empty(&qp->txq)) {
@@ -158,6 +159,9 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 		}
 		mbcf_qp_kick(qp);
 	}
+	/* paced, and the next frame is not due yet: the pacer kicks us */
+	if (qp->rate_kbps && mbcf_conn_pace_due(&qp->conn, &due))
+		mbcf_pacer_wait(qp, due);
 	events = qp->dying ? 0 : qp->pend & MBCF_QP_PEND_EVENTS;
 	qp->pend &= ~MBCF_QP_PEND_EVENTS;
 	spin_unlock_bh(&qp->lock);
@@ -200,6 +204,20 @@ static void mbcf_qp_ref_put(struct mbcf_qp_ref *ref)
 {
 	if (refcount_dec_and_test(&ref->users))
 		complete(&ref->idle);
+}
+
+/*
+ * The device's pacing thread found the QP's clock come: send what it
+ * allows.  The pacer took a reference on the QP; it is dropped here.
+ */
+void mbcf_qp_paced(struct mbcf_qp *qp)
+{
+	struct mbcf_qp_ref *ref = qp->ref;
+
+	spin_lock_bh(&qp->lock);
+	mbcf_qp_kick(qp);
+	mbcf_qp_unlock(qp, true);
+	mbcf_qp_ref_put(ref);
 }
 
 /*
@@ -591,6 +609,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 		mbcf_conn_flush(&qp->conn);
 	mbcf_qp_unlock(qp, true);	/* sends the ACK the flush may owe */
 
+	mbcf_pacer_remove(qp);		/* dying: never queued again */
 	hrtimer_cancel(&qp->timer);
 	cancel_work_sync(&qp->tx_work);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
@@ -711,6 +730,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->rto_ns = mbcf_qp_rto_ns(a->timeout);
 	cfg->min_rnr_ns = (u64)mbcf_qp_rnr_us[a->min_rnr_timer] * NSEC_PER_USEC;
 	cfg->uc = qp->ibqp.qp_type == IB_QPT_UC;
+	cfg->frame_overhead = ETH_HLEN;	/* pacing counts whole frames */
 }
 
 static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
@@ -733,6 +753,7 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 		memset(&qp->dgram, 0, sizeof(qp->dgram));
 		mbcf_wr_reset(qp);	/* a reset QP has no requests */
 		mbcf_qp_default_attrs(qp);
+		WRITE_ONCE(qp->rate_kbps, 0);
 		break;
 	case IB_QPS_INIT:
 		break;
@@ -752,6 +773,10 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 				     qp->resp_msgs, qp->resp_size);
 		if (err)
 			return -EINVAL;
+		/* a rate set in INIT paces the connection from its start */
+		mbcf_conn_set_pace_slack(&qp->conn, (u64)READ_ONCE(mbcf_pace_slack_us) *
+					 NSEC_PER_USEC);
+		mbcf_conn_set_rate(&qp->conn, qp->rate_kbps, mbcf_proto_now());
 		break;
 	case IB_QPS_RTS:
 		if (qp->ud)
@@ -770,6 +795,32 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 	return 0;
 }
 
+/*
+ * IB_QP_RATE_LIMIT (ibv_modify_qp_rate_limit): kbit/s, 0 = unpaced.  RC and
+ * UC QPs only (their connection's stream is what is paced); a rate outside
+ * what query_device reports in packet_pacing_caps is EINVAL.
+ */
+static int mbcf_qp_check_rate(struct mbcf_qp *qp, u32 kbps)
+{
+	if (qp->ibqp.qp_type != IB_QPT_RC && qp->ibqp.qp_type != IB_QPT_UC)
+		return -EOPNOTSUPP;
+	if (kbps && (kbps < MBCF_PACE_MIN_KBPS ||
+		     kbps > mbcf_pacer_max_kbps(qp->dev)))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * A modify that changes nothing but the rate (ibv_modify_qp_rate_limit) is
+ * no state transition: allowed in INIT, RTR and RTS.
+ */
+static bool mbcf_qp_rate_only(int mask, enum ib_qp_state cur)
+{
+	return (mask & IB_QP_RATE_LIMIT) &&
+	       !(mask & ~(IB_QP_RATE_LIMIT | IB_QP_CUR_STATE)) &&
+	       (cur == IB_QPS_INIT || cur == IB_QPS_RTR || cur == IB_QPS_RTS);
+}
+
 int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_udata *udata)
 {
@@ -779,19 +830,29 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	u8 saved_dmac[ETH_ALEN];
 	int err;
 
-	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+	if (mask & ~(IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT))
 		return -EOPNOTSUPP;
 	if (udata && udata->inlen)
 		return -EINVAL;
-	if (mask & IB_QP_RATE_LIMIT)
-		return -EOPNOTSUPP;	/* pacing comes later */
+	if (mask & IB_QP_RATE_LIMIT) {
+		err = mbcf_qp_check_rate(qp, attr->rate_limit);
+		if (err)
+			return err;
+	}
 
 	spin_lock_bh(&qp->lock);
 	cur = mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
 	next = mask & IB_QP_STATE ? attr->qp_state : cur;
 	err = -EINVAL;
-	if (cur != qp->state ||
-	    !ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask))
+	if (cur != qp->state)
+		goto out;
+	/* the core's table knows the rate for raw packet QPs only */
+	if (!mbcf_qp_rate_only(mask, cur) &&
+	    !ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type,
+				mask & ~IB_QP_RATE_LIMIT))
+		goto out;
+	if (mask & IB_QP_RATE_LIMIT &&
+	    (next == IB_QPS_RESET || next == IB_QPS_ERR))
 		goto out;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && cur != IB_QPS_INIT)
 		goto out;	/* the responder ring is sized at RTR */
@@ -807,6 +868,13 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->attr = saved;
 		qp->dest_qpn = saved.dest_qp_num;
 		memcpy(qp->dmac, saved_dmac, ETH_ALEN);
+	}
+	if (!err && mask & IB_QP_RATE_LIMIT) {
+		WRITE_ONCE(qp->rate_kbps, attr->rate_limit);
+		qp->attr.rate_limit = attr->rate_limit;
+		if (qp->conn.state == MBCF_CONN_RTS)	/* sends what it now may */
+			mbcf_conn_set_rate(&qp->conn, attr->rate_limit,
+					   mbcf_proto_now());
 	}
 	if (!err)
 		mbcf_qp_settle(qp, mbcf_proto_now());

@@ -18,9 +18,22 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 				   struct ib_udata *udata)
 {
 	struct mbcf_dev *dev = to_mbcf_dev(ibdev);
+	struct mbcf_query_device_resp resp = {
+		.qp_rate_limit_min = MBCF_PACE_MIN_KBPS,
+		.qp_rate_limit_max = mbcf_pacer_max_kbps(dev),
+		.supported_qpts = BIT(IB_QPT_RC) | BIT(IB_QPT_UC),
+	};
+	int err;
 
-	if (udata->inlen || udata->outlen)
+	if (udata->inlen)
 		return -EINVAL;
+	/* packet pacing caps: no generic field carries them to user space */
+	if (udata->outlen) {
+		err = ib_copy_to_udata(udata, &resp,
+				       min_t(size_t, udata->outlen, sizeof(resp)));
+		if (err)
+			return err;
+	}
 
 	memset(attr, 0, sizeof(*attr));
 	attr->fw_ver = 1;

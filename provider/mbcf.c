@@ -38,6 +38,7 @@ static const struct verbs_context_ops mbcf_ctx_ops = {
 	.destroy_srq = mbcf_srq_destroy,
 	.free_context = mbcf_free_context,
 	.modify_qp = mbcf_qp_modify,
+	.modify_qp_rate_limit = mbcf_qp_modify_rate_limit,
 	.modify_srq = mbcf_srq_modify,
 	.poll_cq = mbcf_cq_poll,
 	.post_recv = mbcf_qp_post_recv,
@@ -58,6 +59,7 @@ static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,
 	struct mbcf_get_context_resp resp = {};
 	struct ibv_get_context cmd = {};
 	struct mbcf_context *ctx;
+	const char *rate;
 	int ret;
 
 	/*
@@ -83,6 +85,9 @@ static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,
 	}
 	ctx->kernel_abi = resp.drv.abi_version;
 	ctx->max_inline = resp.drv.max_inline;
+	rate = getenv("MBCF_QP_RATE_LIMIT");
+	if (rate)
+		ctx->default_rate = (uint32_t)strtoul(rate, NULL, 0);
 
 	verbs_set_ops(&ctx->vctx, &mbcf_ctx_ops);
 	return &ctx->vctx;

@@ -43,6 +43,9 @@ struct mbcf_context {
 	struct verbs_context vctx;
 	uint32_t kernel_abi;	/* mbcf_alloc_ucontext_resp.abi_version */
 	uint32_t max_inline;	/* mbcf_alloc_ucontext_resp.max_inline */
+	/* MBCF_QP_RATE_LIMIT (kbit/s): every RC/UC QP of the context is
+	 * paced at this rate from RTS, unless it sets its own (0: none) */
+	uint32_t default_rate;
 };
 
 /* A completion queue: the kernel produces ib_uverbs_wc entries, we consume. */
@@ -95,6 +98,15 @@ struct mbcf_ah {
 	struct ibv_ah ibv_ah;
 	uint32_t num;
 };
+
+/* EX_QUERY_DEVICE response: the core response, then the packet pacing caps. */
+struct mbcf_query_device_resp_full {
+	struct ib_uverbs_ex_query_device_resp ibv_resp;
+	struct mbcf_query_device_resp drv;
+};
+static_assert(offsetof(struct mbcf_query_device_resp_full, drv) ==
+	      sizeof(struct ib_uverbs_ex_query_device_resp),
+	      "driver data must follow the core response");
 
 /* CREATE_AH response: the core response, then struct mbcf_create_ah_resp. */
 struct mbcf_create_ah_resp_full {
@@ -244,6 +256,8 @@ struct ibv_qp *mbcf_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *mbcf_qp_create_ex(struct ibv_context *ibctx,
 				 struct ibv_qp_init_attr_ex *attr);
 int mbcf_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int mbcf_qp_modify_rate_limit(struct ibv_qp *qp,
+			      struct ibv_qp_rate_limit_attr *attr);
 int mbcf_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		  struct ibv_qp_init_attr *init_attr);
 int mbcf_qp_destroy(struct ibv_qp *qp);

@@ -211,9 +211,50 @@ struct ibv_qp *mbcf_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 int mbcf_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
+	struct ib_uverbs_ex_modify_qp_resp resp = {};
+	struct ibv_modify_qp_ex cmd_ex = {};
 	struct ibv_modify_qp cmd = {};
 
+	struct mbcf_context *ctx = to_mctx(ibqp->context);
+	struct ibv_qp_attr with_rate;
+
+	/*
+	 * MBCF_QP_RATE_LIMIT: pace an application that knows nothing of
+	 * ibv_modify_qp_rate_limit() (perftest's HW rate limit is the IB
+	 * static rate, for InfiniBand links only): the rate goes in with the
+	 * transition to RTS.
+	 */
+	if (ctx->default_rate && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RTS && ibqp->state != IBV_QPS_RTS &&
+	    !(attr_mask & IBV_QP_RATE_LIMIT) &&
+	    (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC)) {
+		with_rate = *attr;
+		with_rate.rate_limit = ctx->default_rate;
+		attr = &with_rate;
+		attr_mask |= IBV_QP_RATE_LIMIT;
+	}
+	/* IBV_QP_RATE_LIMIT travels in the extended command only */
+	if (attr_mask & IBV_QP_RATE_LIMIT)
+		return ibv_cmd_modify_qp_ex(ibqp, attr, attr_mask, &cmd_ex,
+					    sizeof(cmd_ex), &resp, sizeof(resp));
 	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+/*
+ * ibv_modify_qp_rate_limit(): the QP's pacing rate in kbit/s (0 = unpaced),
+ * checked by the kernel against packet_pacing_caps.  The burst is the
+ * pacer's own (at most two frames back to back): a burst size or typical
+ * packet size to configure is not supported.
+ */
+int mbcf_qp_modify_rate_limit(struct ibv_qp *ibqp,
+			      struct ibv_qp_rate_limit_attr *attr)
+{
+	struct ibv_qp_attr qp_attr = {};
+
+	if (attr->comp_mask || attr->max_burst_sz || attr->typical_pkt_sz)
+		return EINVAL;
+	qp_attr.rate_limit = attr->rate_limit;
+	return mbcf_qp_modify(ibqp, &qp_attr, IBV_QP_RATE_LIMIT);
 }
 
 int mbcf_qp_query(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,

@@ -13,18 +13,32 @@ int mbcf_verbs_query_device_ex(struct ibv_context *ibctx,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr, size_t attr_size)
 {
-	struct ib_uverbs_ex_query_device_resp resp = {};
+	struct mbcf_query_device_resp_full resp = {};
 	size_t resp_size = sizeof(resp);
 	uint64_t fw;
 	int ret;
 
 	ret = ibv_cmd_query_device_any(ibctx, input, attr, attr_size,
-				       &resp, &resp_size);
+				       &resp.ibv_resp, &resp_size);
 	if (ret)
 		return ret;
 
+	/*
+	 * per-QP pacing (ibv_modify_qp_rate_limit): the driver data behind
+	 * the core response (resp_size counts the core part only; a kernel
+	 * without it leaves zeroes: no pacing)
+	 */
+	if (attr_size >= offsetof(struct ibv_device_attr_ex, packet_pacing_caps) +
+			 sizeof(attr->packet_pacing_caps)) {
+		attr->packet_pacing_caps.qp_rate_limit_min =
+			resp.drv.qp_rate_limit_min;
+		attr->packet_pacing_caps.qp_rate_limit_max =
+			resp.drv.qp_rate_limit_max;
+		attr->packet_pacing_caps.supported_qpts = resp.drv.supported_qpts;
+	}
+
 	/* fw_ver is packed major.minor.sub in 16-bit fields. */
-	fw = resp.base.fw_ver;
+	fw = resp.ibv_resp.base.fw_ver;
 	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
 		 "%u.%u.%u", (unsigned int)(fw >> 32) & 0xffff,
 		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);

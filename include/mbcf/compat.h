@@ -5,7 +5,8 @@
  * The protocol core is compiled twice from the same files: into the kernel
  * module (__KERNEL__, real kernel headers) and into a host static library
  * (libc headers).  Core code uses only what is declared here: kernel-style
- * integer types, memcpy/memset, likely()/unlikely(), bool.  No floating
+ * integer types, memcpy/memset, likely()/unlikely(), bool, a 64-by-32-bit
+ * division (mbcf_div_u64_rem).  No floating
  * point, no allocation, no locks, no clocks.
  */
 #ifndef MBCF_COMPAT_H
@@ -17,9 +18,16 @@
 #include <linux/stddef.h>
 #include <linux/string.h>
 #include <linux/compiler.h>
+#include <linux/math64.h>
 #include <asm/byteorder.h>
 
 #define mbcf_fallthrough	fallthrough
+
+/* a / b, *rem = a % b (32-bit kernels have no 64-bit division operator) */
+static inline u64 mbcf_div_u64_rem(u64 a, u32 b, u32 *rem)
+{
+	return div_u64_rem(a, b, rem);
+}
 
 #else /* host */
 
@@ -45,6 +53,12 @@ typedef int64_t s64;
 #endif
 
 #define mbcf_fallthrough	__attribute__((__fallthrough__))
+
+static inline u64 mbcf_div_u64_rem(u64 a, u32 b, u32 *rem)
+{
+	*rem = (u32)(a % b);
+	return a / b;
+}
 
 #define cpu_to_be16(x)	((__be16)htobe16(x))
 #define cpu_to_be32(x)	((__be32)htobe32(x))

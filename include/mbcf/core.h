@@ -201,6 +201,24 @@ struct mbcf_conn_cfg {
 	bool uc;			/* unreliable connection (verbs UC): no
 					 * acknowledgement, no retransmission;
 					 * a lost frame loses its message (10) */
+	u32 frame_overhead;		/* bytes each frame carries besides what
+					 * the core builds (the Ethernet header):
+					 * what pacing counts on the wire */
+};
+
+/*
+ * A flow's pacing clock (core/pace.c): when its next frame may leave.
+ * kbps 0 = unpaced.  The environment owns time; the core only computes.
+ */
+struct mbcf_pace {
+	u64 next;		/* ns (serial, may wrap): next frame's time */
+	u32 kbps;		/* rate, 1000 bit/s; 0 = unpaced */
+	u32 rem;		/* carried remainder of the last division */
+	bool primed;		/* next is valid (a frame was sent at this rate) */
+	bool held;		/* a frame waits for the clock: the flow is
+				 * backlogged, lateness up to slack_ns is owed */
+	u64 slack_ns;		/* the environment's timer lateness made up
+				 * for (0: one frame's time) */
 };
 
 /* One queued message (requester wr or responder response).  Internal. */
@@ -259,6 +277,9 @@ struct mbcf_conn {
 	u64 rnr_at;		/* resume deadline while stopped, 0 = none */
 	u64 timer_at;		/* what the environment's timer is armed at */
 	u64 alive_at;		/* last frame from the peer while it owed responses */
+	struct mbcf_pace pace;	/* our stream's rate (mbcf_conn_set_rate) */
+	bool pace_wait;		/* the last push stopped for the clock */
+	u64 ackreq_at;		/* when the last ACKREQ frame left (paced) */
 
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */
@@ -421,6 +442,37 @@ int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
 void mbcf_dgram_rx(struct mbcf_dgram *d, const struct mbcf_frame *f);
 /* Build a GRH (40 bytes) for a received datagram, as verbs shows it. */
 void mbcf_dgram_grh(const struct mbcf_frame *f, u8 *grh);
+
+/* pace.c: the pacing clock (docs/design.md, Pacing) */
+/* ns a frame of bytes takes at kbps; *rem (if given) carries the fraction
+ * from one call to the next, so a stream's clock never drifts. */
+u64 mbcf_pace_ns(u32 kbps, u32 bytes, u32 *rem);
+/* Change the rate (0 = unpaced); the wait left from the old rate is
+ * rescaled to the new one. */
+void mbcf_pace_set(struct mbcf_pace *p, u32 kbps, u64 now);
+/* May a frame leave at now? */
+bool mbcf_pace_ready(const struct mbcf_pace *p, u64 now);
+/* The clock after a frame of bytes sent at now (changes nothing). */
+u64 mbcf_pace_peek(const struct mbcf_pace *p, u32 bytes, u64 now);
+/* A frame of bytes left at now: advance the clock (at most one frame of
+ * credit for time an idle flow did not use: <= 2 frames back to back; a
+ * held flow served late keeps up to slack_ns). */
+void mbcf_pace_sent(struct mbcf_pace *p, u32 bytes, u64 now);
+/* The clock held a frame back (mbcf_pace_ready was false for it). */
+void mbcf_pace_hold(struct mbcf_pace *p);
+
+/*
+ * Pace the connection's sequenced frames (data, requests, read and atomic
+ * responses, retransmissions) at kbps (0 = unpaced); control frames are not
+ * paced.  Sends what the new rate allows at once.
+ */
+void mbcf_conn_set_rate(struct mbcf_conn *c, u32 kbps, u64 now);
+/* How late the environment's pacing timer may be without costing rate
+ * (the clock's slack_ns; 0 = one frame: bursts of at most 2 frames). */
+void mbcf_conn_set_pace_slack(struct mbcf_conn *c, u64 slack_ns);
+/* Does the connection want a kick (mbcf_conn_kick) at *due for its clock?
+ * True when the last send stopped because the next frame was not due yet. */
+bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due);
 
 /* Send-ahead window in frames for a link speed (Mbit/s) and MTU. */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);

@@ -40,10 +40,23 @@
 #define MBCF_UVERBS_ABI_VERSION 1
 
 /* Version of everything below; carried in mbcf_alloc_ucontext_resp. */
-#define MBCF_ABI_VERSION 5
+#define MBCF_ABI_VERSION 6
 
 /* Name prefix the provider matches (the driver id is RDMA_DRIVER_UNKNOWN). */
 #define MBCF_DEVICE_NAME_PREFIX "mbcf"
+
+/*
+ * Driver data of query_device (behind the extended core response): what
+ * libibverbs shows as ibv_device_attr_ex.packet_pacing_caps.  Rates in
+ * kbit/s, counting whole Ethernet frames; supported_qpts is a mask of
+ * 1 << IBV_QPT_*.  A shorter buffer gets a prefix (none: nothing).
+ */
+struct mbcf_query_device_resp {
+	__u32 qp_rate_limit_min;
+	__u32 qp_rate_limit_max;
+	__u32 supported_qpts;
+	__u32 reserved;
+};
 
 /* Response to ibv_open_device() -> alloc_ucontext. */
 struct mbcf_alloc_ucontext_resp {
