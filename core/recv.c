@@ -414,11 +414,32 @@ static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
 }
 
 /*
+ * We abandoned our responses when a read could not be answered: the psn
+ * the peer waits on, as its ack_psn (how far it has our stream) shows it:
+ * the request of the first response it lacks a frame of, or, lacking
+ * none, rcv_nxt, the first request we never took (section 8.3).
+ */
+static u32 recv_nak_read_psn(const struct mbcf_conn *c, u32 ack_psn)
+{
+	const struct mbcf_msg *m;
+	u32 i;
+
+	for (i = c->nak_rhead; i != c->nak_rend; i++) {
+		m = mbcf_msgq_at(&c->resp, i);
+		if (i - c->nak_rhead >= c->nak_rnext - c->nak_rhead ||
+		    mbcf_seq_diff(ack_psn, m->first_psn) < (s32)m->nframes)
+			return m->req_psn;
+	}
+	return c->rcv_nxt;
+}
+
+/*
  * After an error we execute nothing; our NAK is repeated to the peer's
- * retries (section 8.3): of the frame we rejected (it stays at rcv_nxt),
- * or, when we could not answer a read we had accepted (nak_psn is before
- * rcv_nxt), of that read request, and to any frame asking for an
- * acknowledgement (a retransmission burst, a probe for the response).
+ * retries (section 8.3): of the frame we rejected (it stays at rcv_nxt);
+ * or, when we could not answer a read we had accepted, to any frame
+ * asking for an acknowledgement (a retransmission burst, a probe for the
+ * response) and to a retransmission of rcv_nxt, naming what the peer
+ * still waits on.
  */
 static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
@@ -427,9 +448,13 @@ static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 	c->ctr.drop_error_state++;
 	if (c->state != MBCF_CONN_ERROR || !c->nak_status)
 		return;
-	if (c->nak_psn == c->rcv_nxt ? seq && f->psn == c->rcv_nxt :
-	    (seq && f->psn == c->nak_psn) || (f->flags & MBCF_F_ACKREQ))
-		mbcf_send_nak(c, c->nak_psn, c->nak_status);
+	if (!c->nak_read) {
+		if (seq && f->psn == c->rcv_nxt)
+			mbcf_send_nak(c, c->nak_psn, c->nak_status);
+		return;
+	}
+	if ((seq && f->psn == c->rcv_nxt) || (f->flags & MBCF_F_ACKREQ))
+		mbcf_send_nak(c, recv_nak_read_psn(c, f->ack_psn), c->nak_status);
 }
 
 /* Exactly one verdict counter per frame (include/mbcf/counters.h). */

@@ -396,6 +396,10 @@ static bool send_one(struct mbcf_conn *c)
 		 */
 		c->nak_status = MBCF_ST_REMOTE_ACCESS_ERROR;
 		c->nak_psn = m->req_psn;
+		c->nak_read = true;
+		c->nak_rhead = c->resp.head;
+		c->nak_rnext = c->resp.next;
+		c->nak_rend = c->resp.tail;
 		mbcf_send_nak(c, c->nak_psn, c->nak_status);
 		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 		return false;

@@ -277,6 +277,10 @@ struct mbcf_conn {
 	u8 nak_status;		/* we NAKed nak_psn with this status */
 	u32 nak_psn;		/* the frame we rejected (rcv_nxt), or a read
 				 * we accepted and could not answer */
+	bool nak_read;		/* the latter: the responses we abandoned are
+				 * resp.m[nak_rhead..nak_rend), those before
+				 * nak_rnext started (section 8.3) */
+	u32 nak_rhead, nak_rnext, nak_rend;
 	bool uc_skip;		/* UC: dropping frames up to the next FIRST */
 
 	struct mbcf_counters ctr;

@@ -773,6 +773,48 @@ TEST_F(Pair, LostReadNakIsRepeatedToTheProbe)
 	EXPECT_EQ(rx_unaccounted(b), 0);
 }
 
+// The source goes while the responder retransmits a response the
+// requester already has (its acknowledgement was lost): the NAK names that
+// read, which the requester no longer waits on, and is dropped; the
+// requester's probe shows how far it got, and the repeated NAK names the
+// read it does wait on.
+TEST_F(Pair, ReadNakRepeatNamesWhatTheProbeShowsMissing)
+{
+	uint64_t r1 = post(a, MBCF_OP_READ_REQ, 100);	// psn 100
+	uint64_t r2 = post(a, MBCF_OP_READ_REQ, 5000);	// psn 101
+	pump(a, b, now);
+	ASSERT_GE(b.out.size(), 5u);
+	ASSERT_EQ(frame(b, 0).op, MBCF_OP_READ_RESP);
+	ASSERT_EQ(frame(b, 0).req_psn, 100u);
+	b.out.resize(1);		// r2's response is lost
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);	// r1 done
+	EXPECT_EQ(a.cqes[0].cookie, r1);
+	a.out.clear();			// its acknowledgement is lost
+	b.target_frames = 0;		// the memory goes
+	fire(b);			// b goes back to r1's response: fault
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).ack_psn, 100u);	// names r1: stale at a
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 1u);
+	for (int i = 0; i < 4 && a.out.empty(); i++)
+		fire(a);		// a probes for r2's response
+	ASSERT_EQ(a.out.size(), 1u);
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_ACCESS_ERROR);
+	EXPECT_EQ(frame(b, 0).ack_psn, 101u);	// r2, what a lacks
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[1].cookie, r2);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 // docs/protocol.md 8.3, the attacker's view: besides the psn to be
 // acknowledged, a NAK may name only the read or atomic whose response is
 // next to come; a later one, or one already answered, is dropped.
