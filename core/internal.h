@@ -57,6 +57,7 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now);
 bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now);
 void mbcf_send_complete(struct mbcf_conn *c);
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status);
+void mbcf_send_nak(struct mbcf_conn *c, u32 psn, u8 status);
 void mbcf_send_alive(struct mbcf_conn *c, u64 now);
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn);
 void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now);

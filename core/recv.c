@@ -307,12 +307,21 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		c->ctr.drop_bad_resp++;
 	} else {
 		c->nak_status = (u8)st;
+		c->nak_psn = c->rcv_nxt;
 		c->ctr.remote_errors++;
-		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
+		mbcf_send_nak(c, c->nak_psn, c->nak_status);
 		/* the error is the peer's: none of our own requests failed,
 		 * they are flushed (section 8.2) */
 		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	}
+}
+
+/* Does psn name the oldest read/atomic still waiting for its response? */
+static bool recv_nak_names_pending_rd(struct mbcf_conn *c, u32 psn)
+{
+	struct mbcf_msg *m = mbcf_send_pending_rd(c);
+
+	return m && m->first_psn == psn;
 }
 
 static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
@@ -328,10 +337,14 @@ static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 			break;
 		}
 		/*
-		 * A NAK ends the connection only when it names the psn we are
-		 * waiting on (section 8.3): a stale or made-up one is dropped.
+		 * A NAK ends the connection only when it names a psn we are
+		 * waiting on (section 8.3): the one to be acknowledged, or
+		 * the read or atomic whose response is next to come (its
+		 * responder could not build the response); a stale or
+		 * made-up one is dropped.
 		 */
-		if (f->ack_psn != c->snd_una || c->snd_una == c->snd_max) {
+		if ((f->ack_psn != c->snd_una || c->snd_una == c->snd_max) &&
+		    !recv_nak_names_pending_rd(c, f->ack_psn)) {
 			c->ctr.drop_bad_ack++;
 			break;
 		}
@@ -400,13 +413,48 @@ static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
 	recv_uc_drop_msg(c);
 }
 
-/* After an error we execute nothing; our NAK is repeated to retries. */
+/*
+ * We abandoned our responses when a read could not be answered: the psn
+ * the peer waits on, as its ack_psn (how far it has our stream) shows it:
+ * the request of the first response it lacks a frame of, or, lacking
+ * none, rcv_nxt, the first request we never took (section 8.3).
+ */
+static u32 recv_nak_read_psn(const struct mbcf_conn *c, u32 ack_psn)
+{
+	const struct mbcf_msg *m;
+	u32 i;
+
+	for (i = c->nak_rhead; i != c->nak_rend; i++) {
+		m = mbcf_msgq_at(&c->resp, i);
+		if (i - c->nak_rhead >= c->nak_rnext - c->nak_rhead ||
+		    mbcf_seq_diff(ack_psn, m->first_psn) < (s32)m->nframes)
+			return m->req_psn;
+	}
+	return c->rcv_nxt;
+}
+
+/*
+ * After an error we execute nothing; our NAK is repeated to the peer's
+ * retries (section 8.3): of the frame we rejected (it stays at rcv_nxt);
+ * or, when we could not answer a read we had accepted, to any frame
+ * asking for an acknowledgement (a retransmission burst, a probe for the
+ * response) and to a retransmission of rcv_nxt, naming what the peer
+ * still waits on.
+ */
 static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
+	bool seq = mbcf_wire_op_sequenced(f->op);
+
 	c->ctr.drop_error_state++;
-	if (c->state == MBCF_CONN_ERROR && c->nak_status &&
-	    mbcf_wire_op_sequenced(f->op) && f->psn == c->rcv_nxt)
-		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
+	if (c->state != MBCF_CONN_ERROR || !c->nak_status)
+		return;
+	if (!c->nak_read) {
+		if (seq && f->psn == c->rcv_nxt)
+			mbcf_send_nak(c, c->nak_psn, c->nak_status);
+		return;
+	}
+	if ((seq && f->psn == c->rcv_nxt) || (f->flags & MBCF_F_ACKREQ))
+		mbcf_send_nak(c, recv_nak_read_psn(c, f->ack_psn), c->nak_status);
 }
 
 /* Exactly one verdict counter per frame (include/mbcf/counters.h). */

@@ -419,11 +419,27 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	bytes = c->pace.kbps ? send_frame_bytes(c, m, i) : 0;
 	fl = send_ackreq(c, bytes, now);
 	err = send_frame(c, m, i, fl);
+	if (err == MBCF_XMIT_FAULT && m->op == MBCF_OP_READ_RESP) {
+		/*
+		 * The target memory a read response comes from is gone (its
+		 * region was deregistered after we accepted the read): as
+		 * for a read refused at once, the requester gets
+		 * REMOTE_ACCESS_ERROR, in a NAK naming the read request, and
+		 * we enter ERROR (section 8.3).  No byte of the frame left.
+		 */
+		c->nak_status = MBCF_ST_REMOTE_ACCESS_ERROR;
+		c->nak_psn = m->req_psn;
+		c->nak_read = true;
+		c->nak_rhead = c->resp.head;
+		c->nak_rnext = c->resp.next;
+		c->nak_rend = c->resp.tail;
+		mbcf_send_nak(c, c->nak_psn, c->nak_status);
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
+		return false;
+	}
 	if (err == MBCF_XMIT_FAULT) {
-		/* the memory the frame comes from is gone: the request it
-		 * belongs to (if any: a response's psn names none) completes
-		 * with a local protection error, everything after it is
-		 * flushed */
+		/* the local memory of a request is gone: it completes with a
+		 * local protection error, everything after it is flushed */
 		mbcf_conn_enter_error(c, true, c->snd_nxt, MBCF_WC_LOC_PROT_ERR);
 		return false;
 	}
@@ -625,15 +641,28 @@ void mbcf_send_alive(struct mbcf_conn *c, u64 now)
 		c->rto_at = now + c->rto_cur;
 }
 
-static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags);
+static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
+			       u32 ack_psn);
 
 /* A control frame: ACK (status = NAK when nonzero), LOST, STOP or GO. */
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
 {
-	send_control_flags(c, op, status, 0);
+	send_control_flags(c, op, status, 0, c->rcv_nxt);
 }
 
-static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags)
+/*
+ * A NAK naming psn: the frame rejected (psn = rcv_nxt), or a read request
+ * accepted earlier whose response can no longer be built (section 8.3).
+ * Its ack_psn acknowledges no more than psn: every frame before it was
+ * accepted, which is true either way.
+ */
+void mbcf_send_nak(struct mbcf_conn *c, u32 psn, u8 status)
+{
+	send_control_flags(c, MBCF_OP_ACK, status, 0, psn);
+}
+
+static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
+			       u32 ack_psn)
 {
 	struct mbcf_frame f;
 	struct mbcf_payload pl;
@@ -648,7 +677,7 @@ static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags)
 	f.dst_qpn = c->cfg.remote_qpn;
 	f.src_qpn = c->cfg.local_qpn;
 	f.psn = c->snd_max;
-	f.ack_psn = c->rcv_nxt;
+	f.ack_psn = ack_psn;
 	hl = mbcf_codec_build(&f, hdr);
 	c->tx_unflushed = true;
 	/* a control frame that cannot leave is as good as lost: recoverable */
@@ -774,7 +803,7 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 	c->rto_at = now + c->rto_cur;
 	if (c->snd_una == c->snd_max) {
 		/* only a response is owed: is the peer still there? */
-		send_control_flags(c, MBCF_OP_ACK, 0, MBCF_F_ACKREQ);
+		send_control_flags(c, MBCF_OP_ACK, 0, MBCF_F_ACKREQ, c->rcv_nxt);
 		return;
 	}
 	c->lost_valid = false;

@@ -45,8 +45,10 @@ static bool mbcf_proto_qp_allows(struct mbcf_qp *qp, int access)
  * is dropped.  Sequenced frames are refused as busy beyond a burst: the
  * core holds them back until qp.c kicks it from process context.  A frame
  * whose payload cannot be read any more (its memory was deregistered under
- * a request in flight) is not sent at all, and the QP fails: the core
- * completes the request it belongs to with LOC_PROT_ERR (MBCF_XMIT_FAULT).
+ * a request or a read response in flight) is not sent at all, and the QP
+ * fails (MBCF_XMIT_FAULT): the core completes the request it belongs to
+ * with LOC_PROT_ERR, or NAKs the read whose response it was (remote
+ * access error: the requester learns at once) -- a header-only frame.
  */
 static int mbcf_proto_xmit(void *env, const u8 *hdr, u32 hdr_len,
 			   const struct mbcf_payload *pl)

@@ -129,10 +129,13 @@ enum mbcf_claim {
 struct mbcf_ops {
 	/*
 	 * Transmit header + payload as one frame: 0 = sent (or dropped, like
-	 * a lost frame); MBCF_XMIT_FAULT = the payload of a request
-	 * (MBCF_PL_WR) could not be read, its local memory is gone: nothing
-	 * sent, the request completes with MBCF_WC_LOC_PROT_ERR and the
-	 * connection enters ERROR; any other nonzero = busy, nothing sent.
+	 * a lost frame); MBCF_XMIT_FAULT = the payload could not be read,
+	 * nothing sent, and the connection enters ERROR: of a request
+	 * (MBCF_PL_WR), its local memory is gone and the request completes
+	 * with MBCF_WC_LOC_PROT_ERR; of a read response (MBCF_PL_TARGET),
+	 * the target memory is gone and the core NAKs the read request with
+	 * REMOTE_ACCESS_ERROR (docs/protocol.md 8.3); any other nonzero =
+	 * busy, nothing sent.
 	 * Busy holds sequenced frames back until mbcf_conn_kick()
 	 * (docs/protocol.md 7.4); a control frame refused as busy is dropped,
 	 * so an environment that bounds its bursts should refuse only
@@ -292,7 +295,13 @@ struct mbcf_conn {
 	bool rx_claimed;	/* a receive is claimed for rx_msg */
 	u64 rx_cookie;
 	u32 rx_cap, rx_off;
-	u8 nak_status;		/* we rejected rcv_nxt with this status */
+	u8 nak_status;		/* we NAKed nak_psn with this status */
+	u32 nak_psn;		/* the frame we rejected (rcv_nxt), or a read
+				 * we accepted and could not answer */
+	bool nak_read;		/* the latter: the responses we abandoned are
+				 * resp.m[nak_rhead..nak_rend), those before
+				 * nak_rnext started (section 8.3) */
+	u32 nak_rhead, nak_rnext, nak_rend;
 	bool uc_skip;		/* UC: dropping frames up to the next FIRST */
 
 	struct mbcf_counters ctr;

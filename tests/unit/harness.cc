@@ -25,8 +25,11 @@ int xmit(void *env, const u8 *hdr, u32 hdr_len, const mbcf_payload *pl)
 			  buf.begin() + pl->offset + pl->len);
 	} else if (pl->kind == MBCF_PL_TARGET) {
 		const uint8_t *src = e->target(pl->rkey, pl->va);
-		if (!src)
-			return 0;	// region vanished: the frame is lost
+		// region deregistered under the response: nothing is sent
+		if (!src || e->target_frames == 0)
+			return MBCF_XMIT_FAULT;
+		if (e->target_frames > 0)
+			e->target_frames--;
 		fr.insert(fr.end(), src, src + pl->len);
 	}
 	e->out.push_back(std::move(fr));

@@ -49,6 +49,8 @@ struct Env {
 	uint8_t error_status = 0;
 	int busy = 0;		// xmit returns busy this many times
 	uint64_t fault_cookie = 0;	// xmit of this wr's data: MBCF_XMIT_FAULT
+	int target_frames = -1;	// read response frames xmit builds before
+				// their target memory is gone (-1: no limit)
 	bool claim_bad = false;	// recv_claim reports a malformed receive queue
 	int64_t recv_write_fail_at = -1;	// recv_write fails past this offset
 	int64_t cq_room = -1;	// completions accepted before complete fails

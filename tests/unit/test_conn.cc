@@ -672,6 +672,195 @@ TEST_F(Pair, LostNakIsRepeatedOnRetry)
 	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
 }
 
+// A read accepted by the responder whose source memory goes while its
+// response is built (verbs: ibv_dereg_mr under way): the responder sends
+// no byte more, NAKs the read request with REMOTE_ACCESS_ERROR and enters
+// ERROR; the requester completes the read with REM_ACCESS_ERR at once,
+// with no timer (docs/protocol.md 8.3).
+TEST_F(Pair, ReadSourceGoneUnderWayIsNaked)
+{
+	defer = true;
+	uint64_t w0 = post(a, MBCF_OP_WRITE, 10);		// psn 100
+	uint64_t rd = post(a, MBCF_OP_READ_REQ, 5000);	// psn 101, 4 frames back
+	uint64_t w2 = post(a, MBCF_OP_WRITE, 10);		// psn 102
+	mbcf_conn_kick(&a.conn, now);
+	b.target_frames = 2;		// the third response frame faults
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.errors, 1);
+	int resp = 0, naks = 0;
+	for (size_t i = 0; i < b.out.size(); i++) {
+		mbcf_frame f = frame(b, i);
+		if (f.op == MBCF_OP_READ_RESP) {
+			EXPECT_EQ(naks, 0) << "response data after the NAK";
+			resp++;
+		} else if (f.op == MBCF_OP_ACK && f.status) {
+			EXPECT_EQ(f.status, MBCF_ST_REMOTE_ACCESS_ERROR);
+			EXPECT_EQ(f.ack_psn, 101u);	// the read request
+			naks++;
+		}
+	}
+	EXPECT_EQ(resp, 2);		// nothing of the gone memory left
+	EXPECT_GE(naks, 1);
+	EXPECT_EQ(b.conn.ctr.naks_tx, (uint64_t)naks);
+	uint64_t t = now;
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 1u);
+	EXPECT_EQ(now, t);		// no retransmission timer involved
+	ASSERT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.cqes[0].cookie, w0);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[1].cookie, rd);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(a.cqes[2].cookie, w2);
+	EXPECT_EQ(a.cqes[2].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(a.error_status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// The same when the source goes before the response's first frame: the
+// NAK arrives with every request acknowledged, only the response owed.
+TEST_F(Pair, ReadSourceGoneBeforeTheResponseIsNaked)
+{
+	uint64_t rd = post(a, MBCF_OP_READ_REQ, 100);
+	b.target_frames = 0;
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_ACK);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_ACCESS_ERROR);
+	EXPECT_EQ(frame(b, 0).ack_psn, 100u);
+	mbcf_frame k{};			// a's request was acknowledged first
+	k.op = MBCF_OP_ACK;
+	k.dst_qpn = 0x11;
+	k.src_qpn = 0x22;
+	k.ack_psn = 101;
+	mbcf_conn_rx(&a.conn, &k, now);
+	ASSERT_EQ(a.conn.snd_una, a.conn.snd_max);
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, rd);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
+}
+
+// The NAK for a read under way is repeated when it was lost: to the
+// requester's probe for the response, and to a retransmission.
+TEST_F(Pair, LostReadNakIsRepeatedToTheProbe)
+{
+	uint64_t rd = post(a, MBCF_OP_READ_REQ, 5000);
+	b.target_frames = 1;
+	pump(a, b, now);
+	ASSERT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(b.out.size(), 2u);
+	b.out.pop_back();		// the NAK is lost
+	pump(b, a, now);		// the first response frame acks the read
+	ASSERT_EQ(a.conn.snd_una, a.conn.snd_max);
+	fire(a);			// a probes: ACK with ACKREQ
+	ASSERT_EQ(a.out.size(), 1u);
+	EXPECT_TRUE(frame(a, 0).flags & MBCF_F_ACKREQ);
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_ACCESS_ERROR);
+	EXPECT_EQ(frame(b, 0).ack_psn, 100u);
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, rd);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(b.conn.ctr.drop_error_state, 1u);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// The source goes while the responder retransmits a response the
+// requester already has (its acknowledgement was lost): the NAK names that
+// read, which the requester no longer waits on, and is dropped; the
+// requester's probe shows how far it got, and the repeated NAK names the
+// read it does wait on.
+TEST_F(Pair, ReadNakRepeatNamesWhatTheProbeShowsMissing)
+{
+	uint64_t r1 = post(a, MBCF_OP_READ_REQ, 100);	// psn 100
+	uint64_t r2 = post(a, MBCF_OP_READ_REQ, 5000);	// psn 101
+	pump(a, b, now);
+	ASSERT_GE(b.out.size(), 5u);
+	ASSERT_EQ(frame(b, 0).op, MBCF_OP_READ_RESP);
+	ASSERT_EQ(frame(b, 0).req_psn, 100u);
+	b.out.resize(1);		// r2's response is lost
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);	// r1 done
+	EXPECT_EQ(a.cqes[0].cookie, r1);
+	a.out.clear();			// its acknowledgement is lost
+	b.target_frames = 0;		// the memory goes
+	fire(b);			// b goes back to r1's response: fault
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).ack_psn, 100u);	// names r1: stale at a
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 1u);
+	for (int i = 0; i < 4 && a.out.empty(); i++)
+		fire(a);		// a probes for r2's response
+	ASSERT_EQ(a.out.size(), 1u);
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_ACCESS_ERROR);
+	EXPECT_EQ(frame(b, 0).ack_psn, 101u);	// r2, what a lacks
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[1].cookie, r2);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// docs/protocol.md 8.3, the attacker's view: besides the psn to be
+// acknowledged, a NAK may name only the read or atomic whose response is
+// next to come; a later one, or one already answered, is dropped.
+TEST_F(Pair, ReadNakMustNameTheAwaitedResponse)
+{
+	auto ctl = [](uint8_t status, uint32_t ack_psn) {
+		mbcf_frame f{};
+		f.op = MBCF_OP_ACK;
+		f.status = status;
+		f.dst_qpn = 0x11;
+		f.src_qpn = 0x22;
+		f.psn = 200;
+		f.ack_psn = ack_psn;
+		std::vector<uint8_t> v(MBCF_HDR_MAX);
+		v.resize(mbcf_codec_build(&f, v.data()));
+		return v;
+	};
+	uint64_t r0 = post(a, MBCF_OP_READ_REQ, 100);	// psn 100
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);			// answered
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	uint64_t r1 = post(a, MBCF_OP_READ_REQ, 100);	// psn 101
+	uint64_t r2 = post(a, MBCF_OP_READ_REQ, 100);	// psn 102
+	a.out.clear();			// never reach b
+	deliver(a, ctl(0, 103), now);	// ...but are acknowledged
+	ASSERT_EQ(a.conn.snd_una, a.conn.snd_max);
+	ASSERT_EQ(a.conn.rd_out, 2u);
+	deliver(a, ctl(MBCF_ST_REMOTE_ACCESS_ERROR, 100), now);	// answered
+	deliver(a, ctl(MBCF_ST_REMOTE_ACCESS_ERROR, 102), now);	// not next
+	deliver(a, ctl(MBCF_ST_REMOTE_ACCESS_ERROR, 103), now);	// nothing there
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 3u);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 0u);
+	EXPECT_EQ(a.cqes.size(), 1u);
+	deliver(a, ctl(MBCF_ST_REMOTE_ACCESS_ERROR, 101), now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 1u);
+	ASSERT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.cqes[1].cookie, r1);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(a.cqes[2].cookie, r2);
+	EXPECT_EQ(a.cqes[2].status, MBCF_WC_WR_FLUSH_ERR);
+	(void)r0;
+	EXPECT_EQ(rx_unaccounted(a), 0);
+}
+
 TEST_F(Pair, MisalignedAtomicIsInvalidRequest)
 {
 	post(a, MBCF_OP_FETCH_ADD, 8, kBase + 4);

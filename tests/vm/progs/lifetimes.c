@@ -23,8 +23,9 @@
  *   the sender's pattern.
  * dereg: each round deregisters, mid-stream, the remote target of B's
  *   writes and reads (even rounds: B's first error must be REM_ACCESS_ERR,
- *   or RETRY_EXC_ERR when the dereg caught A building a response it had
- *   accepted (counted); B and A end in ERR) or the local memory of A's writes and reads (odd
+ *   also when the dereg caught A building a response it had accepted: A
+ *   NAKs that read; B and A end in ERR; the time from dereg to B's error
+ *   is printed) or the local memory of A's writes and reads (odd
  *   rounds: A's first error must be LOC_PROT_ERR, A ends in ERR).  The pinned-page count is back to its
  *   value before registration the moment dereg returns, and after it
  *   returned the memory is filled with a marker byte: no later write may
@@ -34,7 +35,8 @@
  *   first bytes arrived: (a) a write's source (it must fail with
  *   LOC_PROT_ERR), (b) a read's sink, with a write posted after it (the
  *   read must fail with LOC_PROT_ERR, the write be flushed), (c) a remote
- *   read's source (the read must fail); no byte written into the memory
+ *   read's source (the read must fail with REM_ACCESS_ERR: the responder
+ *   NAKs it); no byte written into the memory
  *   after dereg returned may reach the peer or land.
  * holder: PAIRS pairs stream until the devices named by -E die under us
  *   (rdma link delete, netdev removal, rmmod: the script does that, after
@@ -380,7 +382,8 @@ static int run_destroy(int rounds)
 
 struct gstats {
 	int rounds[2];
-	int retry_exc;		/* remote rounds whose B ended with RETRY_EXC_ERR */
+	double err_max, err_sum;	/* remote rounds: dereg to B's error (s) */
+	int err_n;
 	int flush_first;	/* local rounds whose A failed with flushes only */
 	double max;
 	uint64_t ok;
@@ -423,6 +426,7 @@ static void dereg_remote(int r, struct vp_dev *da, struct vp_dev *db,
 	struct vp_buf t;
 	struct pair p;
 	long pins0, pins1;
+	double t0;
 	int st;
 
 	pair_connect(&p, da, db, &race_opts);
@@ -445,20 +449,28 @@ static void dereg_remote(int r, struct vp_dev *da, struct vp_dev *db,
 	pump(one, 1, vp_rand_below(&seed, 31));
 
 	/*
-	 * REM_ACCESS_ERR: A refused a request naming T.  RETRY_EXC_ERR: the
-	 * dereg caught A building a response from T it had accepted before;
-	 * A then fails without a word to B (counted, see lifetimes.sh).
+	 * REM_ACCESS_ERR: A refused a request naming T, or the dereg caught
+	 * A building a response from T it had accepted before: A NAKs that
+	 * read (docs/protocol.md 8.3), rather than B's retries running out
+	 * (race_opts: ~1 s); the time from the dereg call is printed.
 	 */
-	p.sb.err_ok = 1 << IBV_WC_REM_ACCESS_ERR | 1 << IBV_WC_RETRY_EXC_ERR;
+	p.sb.err_ok = 1 << IBV_WC_REM_ACCESS_ERR;
+	t0 = vp_now();
 	dereg_checked(&t, pins0, gs, r);
 	memset(t.p, 0x5e, t.len);
 	p.sb.late_marker = 0x5e;
 	post_after(&p.sb);
 	drain_checked(&p.sb, 30, "the dereg");
-	gs->retry_exc += p.sb.first_err == IBV_WC_RETRY_EXC_ERR;
-	vp_check(p.sb.first_err == IBV_WC_REM_ACCESS_ERR || p.sb.first_err == IBV_WC_RETRY_EXC_ERR,
-		 "round %d: B's first error %s, expected REM_ACCESS_ERR (or RETRY_EXC_ERR)", r,
-		 p.sb.first_err < 0 ? "none" : vp_wc_status_str(p.sb.first_err));
+	t0 = p.sb.first_err_at > 0 ? p.sb.first_err_at - t0 : -1;
+	if (t0 >= 0) {
+		gs->err_n++;
+		gs->err_sum += t0;
+		if (t0 > gs->err_max)
+			gs->err_max = t0;
+	}
+	vp_check(p.sb.first_err == IBV_WC_REM_ACCESS_ERR,
+		 "round %d: B's first error %s after %.1f ms, expected REM_ACCESS_ERR", r,
+		 p.sb.first_err < 0 ? "none" : vp_wc_status_str(p.sb.first_err), t0 * 1e3);
 	st = vp_ep_state(&p.b);
 	vp_check(st == IBV_QPS_ERR, "round %d: B in state %d after REM_ACCESS_ERR", r, st);
 	/* the responder that refused the access fails too (IB: QP to error) */
@@ -579,13 +591,15 @@ static int run_dereg(int rounds)
 	vp_check(!vp_buf_free(&bb), "dereg the stream buffer");
 	vp_check(!vp_dev_close(&da) && !vp_dev_close(&db), "close the devices");
 	printf("%s dereg: %d remote + %d local rounds, %llu operations completed, "
-	       "dereg max %.1f ms; B's first error RETRY_EXC_ERR in %d remote rounds "
-	       "(REM_ACCESS_ERR in the others), A's WR_FLUSH_ERR in %d local rounds "
+	       "dereg max %.1f ms; dereg to B's REM_ACCESS_ERR mean %.1f ms, max %.1f ms "
+	       "(%d remote rounds), A's WR_FLUSH_ERR in %d local rounds "
 	       "(LOC_PROT_ERR in the others); after dereg returned: %llu bytes read, %llu written "
 	       "(remote), %llu landed, %llu gathered (local); A after remote dereg: "
 	       "RTS %d ERR %d; %.1f s\n",
 	       vp_fails == f0 ? "PASS" : "FAIL", gs.rounds[0], gs.rounds[1],
-	       (unsigned long long)gs.ok, gs.max * 1e3, gs.retry_exc, gs.flush_first,
+	       (unsigned long long)gs.ok, gs.max * 1e3,
+	       gs.err_n ? gs.err_sum / gs.err_n * 1e3 : 0, gs.err_max * 1e3, gs.err_n,
+	       gs.flush_first,
 	       (unsigned long long)gs.late_reads, (unsigned long long)gs.late_writes,
 	       (unsigned long long)gs.late_landing, (unsigned long long)gs.late_gather,
 	       gs.a_state[IBV_QPS_RTS], gs.a_state[IBV_QPS_ERR], vp_now() - t0);
@@ -649,6 +663,7 @@ static bool landed(const uint8_t *p, size_t off)
 struct bigstat {
 	int res[32];		/* by completion status; 31: none */
 	int late;		/* rounds whose dereg came after the middle */
+	double err_max;		/* (c): longest dereg call to error (s) */
 };
 
 /* ibv_post_send from another thread: it may not return before the data left. */
@@ -679,17 +694,24 @@ static void post_async(struct poster *w)
 		vp_die("pthread_create");
 }
 
-/* Deregister @b, check its pins are gone at once, then overwrite it with @marker. */
-static void dereg_fill(struct vp_buf *b, long pins_after, uint8_t marker, int r, const char *what)
+/*
+ * Deregister @b, check its pins are gone at once, then overwrite it with
+ * @marker.  Returns when the dereg returned (vp_now()).
+ */
+static double dereg_fill(struct vp_buf *b, long pins_after, uint8_t marker, int r,
+			 const char *what)
 {
+	double at;
 	long pins;
 
 	vp_check(!ibv_dereg_mr(b->mr), "big %d: dereg %s", r, what);
+	at = vp_now();
 	b->mr = NULL;
 	pins = vp_pins_held();
 	vp_check(pins == pins_after, "big %d: %ld pages pinned after dereg of %s, expected %ld",
 		 r, pins, what, pins_after);
 	memset(b->p, marker, b->len);
+	return at;
 }
 
 /*
@@ -818,15 +840,18 @@ static void big_read_local(int r, struct vp_dev *da, struct vp_dev *db, struct b
 
 /*
  * (c) B reads 64 MiB from A's T; once the first bytes landed, A
- * deregisters T and overwrites it.  B's read must fail (the protocol has
- * no way yet to refuse a read under way: any error is accepted, counted),
- * and B must never receive a byte A put into T after dereg returned.
+ * deregisters T and overwrites it.  B's read must fail with
+ * REM_ACCESS_ERR (A cannot build the rest of the response and NAKs the
+ * read, docs/protocol.md 8.3; before, B's retries ran out: RETRY_EXC_ERR),
+ * and B must never receive a byte A put into T after dereg returned.  The
+ * time from the dereg call to the error is printed (in TCG under the
+ * perftest load still ~1 s: not understood yet, no check on it).
  */
 static void big_read_remote(int r, struct vp_dev *da, struct vp_dev *db, struct bigstat *bs)
 {
 	struct vp_buf t, land;
 	struct pair p;
-	double t0;
+	double t0, t1, t2;
 	uint64_t id;
 	size_t late;
 	bool half;
@@ -848,19 +873,26 @@ static void big_read_remote(int r, struct vp_dev *da, struct vp_dev *db, struct 
 	vp_check(under_way(land.p), "big %d: the read never started", r);
 	half = landed(land.p, BIG / 2);
 	t0 = vp_now();
-	dereg_fill(&t, pins, 0x5e, r, "T (read source)");
+	t1 = dereg_fill(&t, pins, 0x5e, r, "T (read source)");
+	t2 = vp_now();
 	st = next_wc(p.b.cq, 60, &id);
+	/* polled only once T was overwritten: the time is an upper bound */
 	late = marker_bytes(land.p, BIG, 0x5e);
-	printf("big %d (c): 64 MiB read, its source deregistered under way%s: %s after %.2f s; "
+	printf("big %d (c): 64 MiB read, its source deregistered under way%s: %s %.1f ms after "
+	       "the dereg call (dereg %.1f ms, marker fill %.1f ms, then %.1f ms polling); "
 	       "%zu bytes landed from T after the dereg\n", r, half ? " (past half: late)" : "",
-	       st_str(st), vp_now() - t0, late);
+	       st_str(st), (vp_now() - t0) * 1e3, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+	       (vp_now() - t2) * 1e3, late);
+	t0 = vp_now() - t0;
 	vp_check(!late, "big %d: B received %zu bytes A put into T after dereg returned", r, late);
 	if (half) {
 		bs->late++;
 	} else {
 		bs->res[st >= 0 && st < 32 ? st : 31]++;
-		vp_check(st > 0, "big %d: the read whose source was deregistered completed with %s",
-			 r, st_str(st));
+		if (t0 > bs->err_max)
+			bs->err_max = t0;
+		vp_check(st == IBV_WC_REM_ACCESS_ERR, "big %d: the read whose source was "
+			 "deregistered completed with %s, expected REM_ACCESS_ERR", r, st_str(st));
 	}
 	qp_destroy(&p.a, "A");
 	qp_destroy(&p.b, "B");
@@ -911,7 +943,8 @@ static int run_deregbig(int rounds)
 	res_str(&bb, b, sizeof(b));
 	res_str(&bc, c, sizeof(c));
 	printf("%s deregbig: %d rounds; (a) write: %s; (b) write after the failed read: %s; "
-	       "(c) remote read: %s\n", vp_fails == f0 ? "PASS" : "FAIL", rounds, a, b, c);
+	       "(c) remote read: %s, dereg call to its error max %.1f ms\n",
+	       vp_fails == f0 ? "PASS" : "FAIL", rounds, a, b, c, bc.err_max * 1e3);
 	return vp_fails - f0;
 }
 

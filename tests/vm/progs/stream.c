@@ -151,6 +151,7 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 		if (s->first_err < 0) {
 			s->first_err = wc->status;
 			s->first_err_seq = seq;
+			s->first_err_at = vp_now();
 		}
 		vp_check(s->err_ok & (1 << wc->status),
 			 "%s: wr %s%llu completed with %s (not expected here)",
@@ -165,6 +166,7 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 		if (s->first_err < 0) {
 			s->first_err = wc->status;
 			s->first_err_seq = seq;
+			s->first_err_at = vp_now();
 		}
 		return;
 	}

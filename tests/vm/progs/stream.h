@@ -51,6 +51,7 @@ struct st_stream {
 	int err_ok;		/* bitmask (1 << status) allowed as first error */
 	int first_err;		/* -1 none; else its status */
 	uint64_t first_err_seq;
+	double first_err_at;	/* vp_now() when it was polled; 0 none */
 	int hard_err;		/* -1 none; else the first status other than WR_FLUSH_ERR */
 	int post_err;		/* first ibv_post_* error, 0 none */
 	int poll_err;		/* errno of a failed ibv_poll_cq, 0 none */

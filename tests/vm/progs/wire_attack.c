@@ -1268,7 +1268,11 @@ static int aqp_ctl(struct aqp *q, const struct wf *f)
 		out = outstanding(q);
 		if (f->ack == q->una && out < 0)
 			return C_AMBIG;
-		if (f->ack != q->una || !out)
+		/* or the psn of its read/atomic whose response is next to
+		 * come (its only one: the responder could not build it) */
+		if ((f->ack != q->una || !out) &&
+		    !(q->req.on && q->req.started && !q->req.got_resp &&
+		      f->ack == q->req.psn))
 			return C_BADACK;
 		enter_error(q, ERR_NAKED, f->status, f->ack);
 		return C_NAK;
