@@ -353,8 +353,10 @@ cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 # The stock kernel has no KASAN: SLUB's red zones, poisoning and sanity
 # checks make writes past an object (and use after free) fail the run there
 # too (a "BUG kmalloc-..." report).  The debug kernel has KASAN instead.
-if [ -z "$debug_dir" ]; then
-	cmdline+=" slub_debug=FZPU"
+# MBCF_VM_SLUB_DEBUG= (empty) turns it off, e.g. to compare timings.
+slub_debug=${MBCF_VM_SLUB_DEBUG-FZPU}
+if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
+	cmdline+=" slub_debug=$slub_debug"
 fi
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
 
