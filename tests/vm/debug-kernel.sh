@@ -101,11 +101,15 @@ build_tree() {
 	say "unpacking $tarball into $tmp"
 	tar -xf "$tarball" -C "$tmp" --strip-components=1
 	: >"$log"
-	# The PVH entry runs C code (xen_prepare_pvh) before KASAN has a shadow:
-	# instrumented, it faults at once (a triple fault, no output).  Debian's
-	# kernel has no KASAN; this one needs that file left uninstrumented.
+	# The PVH entry runs C code (xen_prepare_pvh, and memcmp from it) before
+	# KASAN has a shadow: instrumented, it faults at once (a triple fault, no
+	# output).  Debian's kernel has no KASAN; this one leaves both files
+	# uninstrumented (the kernel itself does so for lib/string.o when
+	# AMD_MEM_ENCRYPT needs it early).
 	printf '\n# mbcf debug lane: runs before the KASAN shadow exists\nKASAN_SANITIZE := n\n' \
 		>>"$tmp/arch/x86/platform/pvh/Makefile"
+	printf '\n# mbcf debug lane: memcmp runs before the KASAN shadow exists (PVH)\nKASAN_SANITIZE_string.o := n\n' \
+		>>"$tmp/lib/Makefile"
 	# The release names the key: a module built for one tree cannot load
 	# (vermagic) into a kernel from another.  (Not a file named
 	# localversion*: the kernel would append its contents to the release.)
