@@ -45,13 +45,7 @@ cp "$tree"/modules.builtin "$tree"/modules.builtin.modinfo "$tree"/modules.order
 cp "$out/kmod/mbcf.ko" "$mods/extra/"
 # -e -F: an mbcf symbol the debug kernel does not provide fails here, not in
 # every guest test.
-depmod -b "$out" -e -F "$tree/System.map" "$rel" 2>"$out/depmod.err" || {
-	cat "$out/depmod.err" >&2
-	die "depmod failed"
-}
-if [ -s "$out/depmod.err" ]; then
-	cat "$out/depmod.err" >&2
-	die "depmod: mbcf.ko does not resolve against $rel"
-fi
+err=$(depmod -b "$out" -e -F "$tree/System.map" "$rel" 2>&1) || die "depmod failed: $err"
+[ -z "$err" ] || die "mbcf.ko does not resolve against $rel: $err"
 ln -sfn "$tree/vmlinux" "$out/vmlinux"
 echo "debug-modules.sh: mbcf.ko for $rel in $mods ($((SECONDS - t0)) s; kernel $tree)"
