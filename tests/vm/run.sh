@@ -358,6 +358,8 @@ slub_debug=${MBCF_VM_SLUB_DEBUG-FZPU}
 if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
 	cmdline+=" slub_debug=$slub_debug"
 fi
+# Extra kernel parameters for experiments, e.g. MBCF_VM_APPEND=kmemleak=off.
+[ -n "${MBCF_VM_APPEND:-}" ] && cmdline+=" $MBCF_VM_APPEND"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
 
 # shellcheck disable=SC2054 # commas are qemu option syntax
