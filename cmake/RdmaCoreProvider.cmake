@@ -22,6 +22,8 @@
 #   MBCF_RDMA_CORE_VERSION       the release used: "44.0", or "56.1" (same
 #                                private ABI) where 44.0's tarball is gone
 #   MBCF_RDMA_CORE_PABI_VERSION  "34"
+#   MBCF_RDMA_CORE_PABI_END      "57": the first rdma-core release with another
+#                                private ABI (the package's upper bound)
 #   MBCF_RDMA_CORE_SOURCE_DIR    the rdma-core source tree
 #   MBCF_RDMA_CORE_BINARY_DIR    its build tree
 #   MBCF_RDMA_CORE_INCLUDE_DIRS  include path of a provider
@@ -33,6 +35,10 @@ include_guard(GLOBAL)
 
 set(MBCF_RDMA_CORE_REQUIRED_VERSION "44.0")
 set(MBCF_RDMA_CORE_REQUIRED_PABI "34")
+# rdma-core 34 ... 56 export IBVERBS_PRIVATE_34; v57.0 moved to
+# IBVERBS_PRIVATE_57 (rdma-core's git history), so libibverbs 57 and later
+# cannot load this provider.
+set(MBCF_RDMA_CORE_REQUIRED_PABI_END "57")
 set(MBCF_RDMA_CORE_SOURCE "" CACHE PATH
   "rdma-core ${MBCF_RDMA_CORE_REQUIRED_VERSION} source tree or orig tarball; empty: apt-get source")
 
@@ -204,6 +210,7 @@ if(MBCF_RDMA_CORE_FOUND)
     REGEX "^set\\(PACKAGE_VERSION ")
   string(REGEX REPLACE ".*\"([^\"]+)\".*" "\\1" MBCF_RDMA_CORE_VERSION "${_rc_verline}")
   set(MBCF_RDMA_CORE_PABI_VERSION "${MBCF_RDMA_CORE_REQUIRED_PABI}")
+  set(MBCF_RDMA_CORE_PABI_END "${MBCF_RDMA_CORE_REQUIRED_PABI_END}")
   set(MBCF_RDMA_CORE_BINARY_DIR "${_rc_build}")
   # rdma-core publishes every header a provider may use (its libibverbs,
   # ccan/, util/, kernel-headers/ as rdma/, generated kernel-abi/, config.h

@@ -32,10 +32,14 @@ static const struct codec_op codec_ops[MBCF_OP_MAX] = {
 				  SEG_FLAGS | MBCF_F_SOLICITED },
 	[MBCF_OP_SEND_IMM]    = { "SEND_IMM", 32, PL_DATA,
 				  SEG_FLAGS | MBCF_F_SOLICITED },
+	[MBCF_OP_SEND_INV]    = { "SEND_INV", 32, PL_DATA,
+				  SEG_FLAGS | MBCF_F_SOLICITED },
 	[MBCF_OP_ACK]	      = { "ACK", 24, PL_NONE, 0 },
 	[MBCF_OP_LOST]	      = { "LOST", 24, PL_NONE, 0 },
 	[MBCF_OP_STOP]	      = { "STOP", 24, PL_NONE, 0 },
 	[MBCF_OP_GO]	      = { "GO", 24, PL_NONE, 0 },
+	[MBCF_OP_DGRAM]	      = { "DGRAM", MBCF_DGRAM_HDR_LEN, PL_DATA,
+				  MBCF_F_SOLICITED | MBCF_F_IMM },
 };
 
 static const struct codec_op *codec_op(u8 op)
@@ -103,6 +107,18 @@ static void codec_parse_ext(const u8 *b, struct mbcf_frame *f)
 		f->req_psn = mbcf_get_be32(b + MBCF_OFF_AT_REQ_PSN);
 		f->operand[0] = mbcf_get_be64(b + MBCF_OFF_ORIG);
 		break;
+	case MBCF_OP_SEND_INV:
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_INV_RKEY);
+		f->offset = mbcf_get_be32(b + MBCF_OFF_OFFSET);
+		break;
+	case MBCF_OP_DGRAM:
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_QKEY);
+		f->imm = mbcf_get_be32(b + MBCF_OFF_DG_IMM);
+		f->vtf = mbcf_get_be32(b + MBCF_OFF_VTF);
+		f->hop_limit = b[MBCF_OFF_HOP_LIMIT];
+		f->sgid = b + MBCF_OFF_SGID;
+		f->dgid = b + MBCF_OFF_DGID;
+		break;
 	case MBCF_OP_SEND_IMM:
 		f->imm = mbcf_get_be32(b + MBCF_OFF_SEND_IMM);
 		mbcf_fallthrough;
@@ -128,6 +144,9 @@ static bool codec_fields_ok(const struct mbcf_frame *f, const struct codec_op *o
 	if ((f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP) &&
 	    (f->req_psn & ~MBCF_PSN_MASK))
 		return false;
+	/* a datagram is unsequenced: nothing in its sequence fields */
+	if (f->op == MBCF_OP_DGRAM && (f->psn || f->ack_psn || f->vtf >> 28 != 6))
+		return false;
 	if (f->op == MBCF_OP_WRITE || f->op == MBCF_OP_WRITE_IMM) {
 		end = f->va + f->paylen;
 		if (end < f->va)
@@ -142,6 +161,7 @@ static bool codec_fields_ok(const struct mbcf_frame *f, const struct codec_op *o
 					   f->paylen > f->len))
 		return false;
 	if ((f->op == MBCF_OP_SEND || f->op == MBCF_OP_SEND_IMM ||
+	     f->op == MBCF_OP_SEND_INV ||
 	     f->op == MBCF_OP_READ_RESP) &&
 	    (u64)f->offset + f->paylen > MBCF_MSG_MAX)
 		return false;
@@ -264,6 +284,19 @@ static void codec_build_ext(const struct mbcf_frame *f, u8 *b)
 		mbcf_put_be32(b + MBCF_OFF_AT_REQ_PSN, f->req_psn);
 		mbcf_put_be32(b + MBCF_OFF_AT_REQ_PSN + 4, 0);
 		mbcf_put_be64(b + MBCF_OFF_ORIG, f->operand[0]);
+		break;
+	case MBCF_OP_SEND_INV:
+		mbcf_put_be32(b + MBCF_OFF_INV_RKEY, f->rkey);
+		mbcf_put_be32(b + MBCF_OFF_OFFSET, f->offset);
+		break;
+	case MBCF_OP_DGRAM:
+		mbcf_put_be32(b + MBCF_OFF_QKEY, f->rkey);
+		mbcf_put_be32(b + MBCF_OFF_DG_IMM, f->imm);
+		mbcf_put_be32(b + MBCF_OFF_VTF, f->vtf);
+		b[MBCF_OFF_HOP_LIMIT] = f->hop_limit;
+		memset(b + MBCF_OFF_HOP_LIMIT + 1, 0, 3);
+		memcpy(b + MBCF_OFF_SGID, f->sgid, 16);
+		memcpy(b + MBCF_OFF_DGID, f->dgid, 16);
 		break;
 	case MBCF_OP_SEND_IMM:
 		mbcf_put_be32(b + MBCF_OFF_SEND_IMM, f->imm);

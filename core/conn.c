@@ -62,9 +62,11 @@ static bool conn_pow2(u32 n)
 static int conn_check(const struct mbcf_conn_cfg *cfg, const struct mbcf_ops *ops,
 		      u32 req_size, u32 resp_size)
 {
-	if (!ops->xmit || !ops->target_write || !ops->target_check_read ||
+	if (!ops->xmit || !ops->target_write || !ops->target_check_write ||
+	    !ops->target_check_read ||
 	    !ops->target_atomic || !ops->recv_claim || !ops->recv_write ||
-	    !ops->resp_data || !ops->complete || !ops->timer || !ops->error)
+	    !ops->resp_data || !ops->complete || !ops->timer || !ops->error ||
+	    !ops->local || !ops->invalidate)
 		return MBCF_POST_INVAL;
 	if (!conn_pow2(req_size) || !conn_pow2(resp_size) ||
 	    req_size > (1u << 20) || resp_size > (1u << 20))
@@ -161,9 +163,12 @@ static void conn_timer_update(struct mbcf_conn *c)
 
 static void conn_settle(struct mbcf_conn *c, u64 now)
 {
+	/* a completion that could not be delivered: nothing is reliable now */
+	if (c->cqe_lost && c->state == MBCF_CONN_RTS)
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	if (c->state == MBCF_CONN_RTS) {
 		mbcf_send_push(c, now);
-		if (c->ack_due && !c->ack_hold)
+		if (c->ack_due && !c->ack_hold && !c->cfg.uc)
 			mbcf_send_control(c, MBCF_OP_ACK, 0);
 	}
 	if (c->tx_unflushed) {
@@ -232,6 +237,12 @@ static void conn_adopt_send_start(struct mbcf_conn *c, const struct mbcf_frame *
 /* One parsed frame whose dst_qpn selected this connection. */
 void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 {
+	/* a datagram is for a UD QP (mbcf_dgram_rx): a connection takes none,
+	 * and its ack_psn (0) must acknowledge or fix nothing here */
+	if (f->op == MBCF_OP_DGRAM) {
+		c->ctr.drop_wrong_qp++;
+		return;
+	}
 	conn_adopt_send_start(c, f);
 	mbcf_recv_frame(c, f, now);
 	conn_settle(c, now);

@@ -12,6 +12,7 @@
 #define MBCF_MSG_SOLICITED	0x04
 #define MBCF_MSG_ACKED		0x08	/* every frame acknowledged */
 #define MBCF_MSG_FENCE		0x10	/* wait for earlier reads/atomics */
+#define MBCF_MSG_FENCE_ALL	0x20	/* wait for every earlier request */
 
 /* mbcf_recv handler verdicts besides enum mbcf_status (> 0 = NAK). */
 #define MBCF_RX_ACCEPT		0
@@ -21,6 +22,22 @@
 static inline struct mbcf_msg *mbcf_msgq_at(const struct mbcf_msgq *r, u32 i)
 {
 	return &r->m[i & r->mask];
+}
+
+/* Piece k of f's payload in *p, *n; false past the last one. */
+static inline bool mbcf_frame_piece(const struct mbcf_frame *f, u32 k,
+				    const u8 **p, u32 *n)
+{
+	if (f->payload) {
+		*p = f->payload;
+		*n = f->paylen;
+		return k == 0;
+	}
+	if (k >= f->niov)
+		return false;
+	*p = f->iov[k].base;
+	*n = f->iov[k].len;
+	return true;
 }
 
 static inline bool mbcf_op_is_rd(u8 op)

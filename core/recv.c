@@ -22,23 +22,36 @@ static void recv_complete(struct mbcf_conn *c, u8 op, u8 st, u32 byte_len,
 		cqe.imm = f->imm;
 		cqe.flags |= MBCF_CQE_IMM;
 	}
+	if (f && f->op == MBCF_OP_SEND_INV) {
+		cqe.imm = f->rkey;
+		cqe.flags |= MBCF_CQE_INV;
+	}
 	if (f && (f->flags & MBCF_F_SOLICITED))
 		cqe.flags |= MBCF_CQE_SOLICITED;
 	c->rx_claimed = false;
 	c->ctr.recv_completions++;
-	c->ops->complete(c->env, &cqe);
+	if (c->ops->complete(c->env, &cqe))
+		c->cqe_lost = true;
 }
 
-/* Claim a posted receive for the message starting now (once). */
-static bool recv_claim(struct mbcf_conn *c)
+/*
+ * Claim a posted receive for the message starting now (once): ACCEPT,
+ * RNR (none posted: STOP), or REMOTE_OP_ERROR (the receive queue is broken).
+ */
+static int recv_claim(struct mbcf_conn *c)
 {
+	int r;
+
 	if (c->rx_claimed)
-		return true;
-	if (c->ops->recv_claim(c->env, &c->rx_cookie, &c->rx_cap))
-		return false;
+		return MBCF_RX_ACCEPT;
+	r = c->ops->recv_claim(c->env, &c->rx_cookie, &c->rx_cap);
+	if (r == MBCF_CLAIM_NONE)
+		return MBCF_RX_RNR;
+	if (r != MBCF_CLAIM_OK)
+		return MBCF_ST_REMOTE_OP_ERROR;
 	c->rx_claimed = true;
 	c->rx_off = 0;
-	return true;
+	return MBCF_RX_ACCEPT;
 }
 
 /* FIRST/LAST must bracket each segmented message (section 2.4). */
@@ -60,21 +73,6 @@ static void recv_segment_done(struct mbcf_conn *c, const struct mbcf_frame *f,
 	c->rx_msg = f->flags & MBCF_F_LAST ? 0 : kind;
 }
 
-/* Piece k of f's payload in *p, *n; false past the last one. */
-static bool recv_piece(const struct mbcf_frame *f, u32 k, const u8 **p, u32 *n)
-{
-	if (f->payload) {
-		*p = f->payload;
-		*n = f->paylen;
-		return k == 0;
-	}
-	if (k >= f->niov)
-		return false;
-	*p = f->iov[k].base;
-	*n = f->iov[k].len;
-	return true;
-}
-
 static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	bool imm = f->op == MBCF_OP_WRITE_IMM;
@@ -87,9 +85,20 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (imm && !(f->flags & MBCF_F_LAST))
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	/* claim before writing: a STOP must leave nothing half done */
-	if (imm && !recv_claim(c))
-		return MBCF_RX_RNR;
-	for (k = 0, off = 0; f->paylen && recv_piece(f, k, &p, &n);
+	if (imm) {
+		st = recv_claim(c);
+		if (st)
+			return st;
+	}
+	/* in pieces, each is written on its own: the whole range is checked
+	 * first, or a frame crossing the end of its region would leave its
+	 * first pieces behind (section 9) */
+	if (f->paylen && !f->payload) {
+		st = c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen);
+		if (st)
+			return st;
+	}
+	for (k = 0, off = 0; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n) {
 		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);
 		if (st)
@@ -109,21 +118,43 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 
 	if (st)
 		return st;
-	if ((f->flags & MBCF_F_FIRST) && !recv_claim(c))
-		return MBCF_RX_RNR;
+	if (f->flags & MBCF_F_FIRST) {
+		st = recv_claim(c);
+		if (st)
+			return st;
+	}
 	if (!c->rx_claimed || f->offset != c->rx_off)
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	if (f->paylen > c->rx_cap - c->rx_off) {
-		recv_complete(c, f->op, MBCF_WC_LOC_LEN_ERR, c->rx_off, NULL);
+		/* UC drops the message and keeps the receive (verbs) */
+		if (!c->cfg.uc)
+			recv_complete(c, f->op, MBCF_WC_LOC_LEN_ERR, c->rx_off,
+				      NULL);
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	}
-	for (k = 0, off = c->rx_off; f->paylen && recv_piece(f, k, &p, &n);
-	     k++, off += n)
-		c->ops->recv_write(c->env, c->rx_cookie, off, p, n);
+	for (k = 0, off = c->rx_off; f->paylen && mbcf_frame_piece(f, k, &p, &n);
+	     k++, off += n) {
+		/* a receive buffer we may not write: ours to report, theirs
+		 * to learn as a remote operational error (verbs) */
+		if (c->ops->recv_write(c->env, c->rx_cookie, off, p, n)) {
+			recv_complete(c, f->op, MBCF_WC_LOC_PROT_ERR, off, NULL);
+			return MBCF_ST_REMOTE_OP_ERROR;
+		}
+	}
 	c->rx_off += f->paylen;
+	if (!(f->flags & MBCF_F_LAST)) {
+		recv_segment_done(c, f, MBCF_OP_SEND);
+		return MBCF_RX_ACCEPT;
+	}
+	/* SEND_INV: the key goes with the message (verbs send with invalidate) */
+	if (f->op == MBCF_OP_SEND_INV && c->ops->invalidate(c->env, f->rkey)) {
+		if (!c->cfg.uc)
+			recv_complete(c, f->op, MBCF_WC_REM_INV_REQ_ERR,
+				      c->rx_off, NULL);
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	}
 	recv_segment_done(c, f, MBCF_OP_SEND);
-	if (f->flags & MBCF_F_LAST)
-		recv_complete(c, f->op, MBCF_WC_SUCCESS, c->rx_off, f);
+	recv_complete(c, f->op, MBCF_WC_SUCCESS, c->rx_off, f);
 	return MBCF_RX_ACCEPT;
 }
 
@@ -184,7 +215,7 @@ static int recv_read_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (!(f->flags & MBCF_F_FIRST) != !!f->offset ||
 	    !(f->flags & MBCF_F_LAST) != !last)
 		return MBCF_RX_DROP;
-	for (k = 0, off = f->offset; f->paylen && recv_piece(f, k, &p, &n);
+	for (k = 0, off = f->offset; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n)
 		if (c->ops->resp_data(c->env, m->cookie, off, p, n))
 			m->status = MBCF_WC_LOC_PROT_ERR;
@@ -220,6 +251,7 @@ static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
 	[MBCF_OP_ATOMIC_RESP]	= recv_atomic_resp,
 	[MBCF_OP_SEND]		= recv_send,
 	[MBCF_OP_SEND_IMM]	= recv_send,
+	[MBCF_OP_SEND_INV]	= recv_send,
 };
 
 /* psn != rcv_nxt: a duplicate is re-acked, a gap is reported once. */
@@ -246,8 +278,9 @@ static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
 	c->lost_sent = false;
 	c->stop_sent = false;
 	c->dup_acked = false;
+	c->ctr.rx_accepted++;
 	c->ctr.rx_bytes += f->paylen;
-	if (f->flags & MBCF_F_ACKREQ)
+	if ((f->flags & MBCF_F_ACKREQ) && !c->cfg.uc)
 		c->ack_due = true;
 	if (f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP)
 		mbcf_send_complete(c);
@@ -276,7 +309,9 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		c->nak_status = (u8)st;
 		c->ctr.remote_errors++;
 		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
-		mbcf_conn_enter_error(c, false, 0, mbcf_conn_wc_from_status((u8)st));
+		/* the error is the peer's: none of our own requests failed,
+		 * they are flushed (section 8.2) */
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 	}
 }
 
@@ -290,6 +325,14 @@ static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 	case MBCF_OP_ACK:
 		if (!f->status) {
 			c->ctr.acks_rx++;
+			break;
+		}
+		/*
+		 * A NAK ends the connection only when it names the psn we are
+		 * waiting on (section 8.3): a stale or made-up one is dropped.
+		 */
+		if (f->ack_psn != c->snd_una || c->snd_una == c->snd_max) {
+			c->ctr.drop_bad_ack++;
 			break;
 		}
 		c->ctr.naks_rx++;
@@ -313,6 +356,50 @@ static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 	}
 }
 
+/*
+ * UC (docs/protocol.md 10): nothing is acknowledged or retransmitted.  A
+ * frame after a gap means frames were lost: the message they belonged to
+ * is lost with them (the receive it claimed is kept for the next message),
+ * and frames are dropped up to the next FIRST.  A message the responder
+ * cannot take (no receive, a bad key, too long) is dropped whole, silently.
+ */
+static void recv_uc_drop_msg(struct mbcf_conn *c)
+{
+	c->uc_skip = true;
+	c->rx_msg = 0;
+	c->rx_off = 0;
+}
+
+static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	recv_handler h = recv_handlers[f->op];
+	int st;
+
+	if (mbcf_seq_lt(f->psn, c->rcv_nxt)) {
+		c->ctr.drop_duplicate++;	/* reordered: already past it */
+		return;
+	}
+	if (f->psn != c->rcv_nxt)
+		recv_uc_drop_msg(c);		/* frames were lost */
+	c->rcv_nxt = mbcf_seq_add(f->psn, 1);
+	if (c->uc_skip && !(f->flags & MBCF_F_FIRST)) {
+		c->ctr.drop_out_of_seq++;
+		return;
+	}
+	c->uc_skip = false;
+	st = h ? h(c, f) : MBCF_ST_REMOTE_INVALID_REQUEST;
+	if (st == MBCF_RX_ACCEPT) {
+		c->ctr.rx_accepted++;
+		c->ctr.rx_bytes += f->paylen;
+		return;
+	}
+	if (st == MBCF_RX_RNR)
+		c->ctr.drop_stopped++;
+	else
+		c->ctr.remote_errors++;
+	recv_uc_drop_msg(c);
+}
+
 /* After an error we execute nothing; our NAK is repeated to retries. */
 static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
@@ -322,9 +409,9 @@ static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 		mbcf_send_control(c, MBCF_OP_ACK, c->nak_status);
 }
 
+/* Exactly one verdict counter per frame (include/mbcf/counters.h). */
 void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 {
-	c->ctr.rx_frames++;
 	if (f->dst_qpn != c->cfg.local_qpn || f->src_qpn != c->cfg.remote_qpn) {
 		c->ctr.drop_wrong_qp++;
 		return;
@@ -333,12 +420,23 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 		recv_in_error(c, f);
 		return;
 	}
+	if (c->cfg.uc) {
+		/* no acknowledgements either way: control frames are moot */
+		if (mbcf_wire_op_sequenced(f->op))
+			recv_uc(c, f);
+		else
+			c->ctr.drop_bad_ack++;
+		return;
+	}
 	if (!mbcf_send_ack(c, f->ack_psn, now)) {
 		c->ctr.drop_bad_ack++;
 		return;
 	}
-	if (c->state != MBCF_CONN_RTS)
+	/* the acknowledgement completed a request that failed locally */
+	if (c->state != MBCF_CONN_RTS) {
+		c->ctr.drop_error_state++;
 		return;
+	}
 	mbcf_send_alive(c, now);
 	if (mbcf_wire_op_sequenced(f->op))
 		recv_sequenced(c, f);

@@ -16,7 +16,13 @@ static bool send_has_data(u8 op)
 {
 	return op == MBCF_OP_WRITE || op == MBCF_OP_WRITE_IMM ||
 	       op == MBCF_OP_SEND || op == MBCF_OP_SEND_IMM ||
-	       op == MBCF_OP_READ_RESP;
+	       op == MBCF_OP_SEND_INV || op == MBCF_OP_READ_RESP;
+}
+
+static bool send_is_send(u8 op)
+{
+	return op == MBCF_OP_SEND || op == MBCF_OP_SEND_IMM ||
+	       op == MBCF_OP_SEND_INV;
 }
 
 /* Frames a message of len bytes needs: at least one, even when empty. */
@@ -35,23 +41,30 @@ static void send_init_msg(struct mbcf_conn *c, struct mbcf_msg *m, u8 op,
 	m->len = len;
 	m->seg = send_has_data(op) ? send_seg(c, op) : 0;
 	m->nframes = send_has_data(op) ? send_nframes(len, m->seg) : 1;
+	if (op == MBCF_OP_LOCAL)
+		m->nframes = 0;
 }
 
 int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 {
 	struct mbcf_msg *m;
 	bool atomic = wr->op == MBCF_OP_CMP_SWAP || wr->op == MBCF_OP_FETCH_ADD;
+	bool local = wr->op == MBCF_OP_LOCAL;
 
-	if (!send_has_data(wr->op) && wr->op != MBCF_OP_READ_REQ && !atomic)
+	if (!send_has_data(wr->op) && wr->op != MBCF_OP_READ_REQ && !atomic &&
+	    !local)
 		return MBCF_POST_INVAL;
 	if (wr->op == MBCF_OP_READ_RESP || wr->len > MBCF_MSG_MAX ||
-	    (wr->flags & ~(MBCF_F_SOLICITED | MBCF_WR_FENCE)))
+	    (wr->flags & ~(MBCF_F_SOLICITED | MBCF_WR_FENCE | MBCF_WR_FENCE_ALL)))
+		return MBCF_POST_INVAL;
+	/* an unreliable connection carries no responses (verbs UC) */
+	if (c->cfg.uc && mbcf_op_is_rd(wr->op))
 		return MBCF_POST_INVAL;
 	if (c->req.tail - c->req.head > c->req.mask)
 		return MBCF_POST_FULL;
 
 	m = mbcf_msgq_at(&c->req, c->req.tail);
-	send_init_msg(c, m, wr->op, atomic ? 8 : wr->len);
+	send_init_msg(c, m, wr->op, atomic ? 8 : local ? 0 : wr->len);
 	/* psn distances inside one message must stay far below 2^23 */
 	if (m->nframes > (1u << 22))
 		return MBCF_POST_INVAL;
@@ -62,11 +75,13 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 	m->operand[0] = wr->swap_add;
 	m->operand[1] = wr->compare;
 	/* only messages that complete a receive can solicit an event */
-	if ((wr->flags & MBCF_F_SOLICITED) && (wr->op == MBCF_OP_SEND ||
-	    wr->op == MBCF_OP_SEND_IMM || wr->op == MBCF_OP_WRITE_IMM))
+	if ((wr->flags & MBCF_F_SOLICITED) &&
+	    (send_is_send(wr->op) || wr->op == MBCF_OP_WRITE_IMM))
 		m->flags |= MBCF_MSG_SOLICITED;
 	if (wr->flags & MBCF_WR_FENCE)
 		m->flags |= MBCF_MSG_FENCE;
+	if (wr->flags & MBCF_WR_FENCE_ALL)
+		m->flags |= MBCF_MSG_FENCE_ALL;
 	c->req.tail++;
 	return MBCF_POST_OK;
 }
@@ -91,6 +106,38 @@ static bool send_rd_gate_open(const struct mbcf_conn *c)
 }
 
 /*
+ * Carry out the local requests (memory window bind, invalidate) next in
+ * posting order when their turn comes: every earlier request started, for
+ * FENCE_ALL every earlier one completed, for FENCE every earlier read and
+ * atomic completed.  They occupy no psn; done at once, they complete in
+ * order with the status ops->local gave.
+ */
+static void send_locals(struct mbcf_conn *c)
+{
+	struct mbcf_msg *m;
+	bool ran = false;
+
+	while (c->req.next != c->req.tail && !c->local_failed) {
+		m = mbcf_msgq_at(&c->req, c->req.next);
+		if (m->op != MBCF_OP_LOCAL ||
+		    ((m->flags & MBCF_MSG_FENCE_ALL) && c->req.head != c->req.next) ||
+		    ((m->flags & MBCF_MSG_FENCE) && c->rd_out))
+			break;
+		m->status = (u8)c->ops->local(c->env, m->cookie);
+		/* it fails the connection when it completes, in order; what
+		 * was posted after it must not start meanwhile */
+		if (m->status != MBCF_WC_SUCCESS)
+			c->local_failed = true;
+		m->first_psn = c->snd_max;	/* keeps started ones in psn order */
+		m->flags |= MBCF_MSG_ACKED;
+		c->req.next++;
+		ran = true;
+	}
+	if (ran)
+		mbcf_send_complete(c);
+}
+
+/*
  * The next message to start.  Responses go first: they are never gated, so
  * reads in both directions cannot deadlock on each other's max_rd_atomic.
  */
@@ -104,9 +151,13 @@ static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
 			c->resp.next++;
 		return m;
 	}
-	if (c->req.next == c->req.tail)
+	if (!peek)
+		send_locals(c);
+	if (c->req.next == c->req.tail || c->local_failed)
 		return NULL;
 	m = mbcf_msgq_at(&c->req, c->req.next);
+	if (m->op == MBCF_OP_LOCAL)
+		return NULL;	/* waits for its fence */
 	if ((m->flags & MBCF_MSG_FENCE) && c->rd_out)
 		return NULL;
 	if (mbcf_op_is_rd(m->op)) {
@@ -195,6 +246,8 @@ static u8 send_ackreq(struct mbcf_conn *c)
 	u32 every = c->cfg.ack_interval;
 	s32 inflight = mbcf_seq_diff(c->snd_nxt, c->snd_una) + 1;
 
+	if (c->cfg.uc)
+		return 0;	/* nothing is ever acknowledged */
 	if (!every)
 		every = c->cfg.window / 2 < MBCF_ACK_EVERY_MAX ?
 			c->cfg.window / 2 : MBCF_ACK_EVERY_MAX;
@@ -253,6 +306,10 @@ static void send_fill_ext(const struct mbcf_msg *m, u32 i, u32 off,
 		mbcf_fallthrough;
 	case MBCF_OP_READ_RESP:
 		f->req_psn = m->req_psn;
+		f->offset = off;
+		break;
+	case MBCF_OP_SEND_INV:
+		f->rkey = m->imm;
 		f->offset = off;
 		break;
 	default: /* SEND, SEND_IMM */
@@ -315,6 +372,7 @@ static bool send_one(struct mbcf_conn *c)
 {
 	struct mbcf_msg *m;
 	bool fresh;
+	int err;
 	u32 i;
 	u8 fl;
 
@@ -327,7 +385,16 @@ static bool send_one(struct mbcf_conn *c)
 	}
 	i = (u32)mbcf_seq_diff(c->snd_nxt, m->first_psn);
 	fl = send_ackreq(c);
-	if (send_frame(c, m, i, fl)) {
+	err = send_frame(c, m, i, fl);
+	if (err == MBCF_XMIT_FAULT) {
+		/* the memory the frame comes from is gone: the request it
+		 * belongs to (if any: a response's psn names none) completes
+		 * with a local protection error, everything after it is
+		 * flushed */
+		mbcf_conn_enter_error(c, true, c->snd_nxt, MBCF_WC_LOC_PROT_ERR);
+		return false;
+	}
+	if (err) {
 		c->tx_busy = true;
 		c->ctr.tx_busy++;
 		return false;
@@ -351,6 +418,9 @@ static bool send_one(struct mbcf_conn *c)
 		c->ctr.retransmits++;
 	}
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
+	/* UC: a frame sent is done with; its message completes when sent */
+	if (c->cfg.uc)
+		c->snd_una = c->snd_nxt;
 	return true;
 }
 
@@ -363,11 +433,16 @@ static bool send_waiting(const struct mbcf_conn *c)
 /* Send as much as the window, STOP and the environment allow. */
 void mbcf_send_push(struct mbcf_conn *c, u64 now)
 {
+	u32 sent = 0;
+
 	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
 	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->cfg.window) {
 		if (!send_one(c))
 			break;
+		sent++;
 	}
+	if (c->cfg.uc && sent)
+		mbcf_send_complete(c);
 	/* keep a deadline while the peer owes us something or xmit is busy */
 	if (!c->rto_at && !c->stopped && (send_waiting(c) || c->tx_busy))
 		c->rto_at = now + c->rto_cur;
@@ -403,7 +478,8 @@ static void send_complete_msg(struct mbcf_conn *c, struct mbcf_msg *m, u8 st)
 	cqe.status = st;
 	cqe.byte_len = m->len;	/* verbs reports it for reads (8 for atomics) */
 	c->ctr.send_completions++;
-	c->ops->complete(c->env, &cqe);
+	if (c->ops->complete(c->env, &cqe))
+		c->cqe_lost = true;
 }
 
 /*
@@ -439,14 +515,22 @@ void mbcf_send_complete(struct mbcf_conn *c)
 			send_mark_acked(c, c->req.head + 1);
 			return;
 		}
+		st = m->status;
+		/* a request that failed completes with its status in the
+		 * flush, and everything after it with WR_FLUSH_ERR, even what
+		 * the peer already acknowledged; a local request has no psn of
+		 * its own to name */
+		if (st != MBCF_WC_SUCCESS) {
+			mbcf_conn_enter_error(c, m->op != MBCF_OP_LOCAL,
+					      m->first_psn,
+					      m->op == MBCF_OP_LOCAL ?
+					      MBCF_WC_WR_FLUSH_ERR : st);
+			return;
+		}
 		c->req.head++;
 		if (c->rtx == m)
 			c->rtx = NULL;
-		st = m->status;
 		send_complete_msg(c, m, st);
-		/* m is gone from the ring: everything after it is flushed */
-		if (st != MBCF_WC_SUCCESS)
-			mbcf_conn_enter_error(c, true, m->first_psn, st);
 	}
 }
 
@@ -653,13 +737,17 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 
 /*
  * Connection error: complete every outstanding request in order.  Finished
- * ones succeed; the one holding psn (or, without one, the oldest unfinished)
- * gets wc; the rest are flushed.  Queued responses are abandoned.
+ * ones complete with their own status (success, or the error that made
+ * the connection fail) until one completed in error: after that, nothing
+ * succeeds (verbs: completions of a send queue are in order, and every
+ * request after an error is flushed, even one the peer acknowledged).  The
+ * one holding psn (or, without one, the oldest unfinished) gets wc; the
+ * rest are flushed.  Queued responses are abandoned.
  */
 void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 {
 	u32 started = c->req.next - c->req.head;
-	bool assigned = false;
+	bool assigned = false, failed = false;
 	struct mbcf_msg *m;
 	u8 st;
 
@@ -667,13 +755,15 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 		m = mbcf_msgq_at(&c->req, c->req.head++);
 		st = MBCF_WC_WR_FLUSH_ERR;
 		if (started && send_msg_done(c, m)) {
-			st = m->status;
+			if (!failed)
+				st = m->status;
 		} else if (!assigned && (!psn_valid || (started &&
 			   mbcf_seq_in(psn, m->first_psn, m->nframes)))) {
 			st = wc;
 			assigned = true;
 		}
 		send_complete_msg(c, m, st);
+		failed |= st != MBCF_WC_SUCCESS;
 	}
 	c->req.next = c->req.tail;
 	c->resp.head = c->resp.next = c->resp.tail;

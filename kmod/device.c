@@ -21,21 +21,23 @@ bool mbcf_device_port_active(const struct mbcf_dev *dev)
 }
 
 /*
- * The verbs path MTU is advisory for mbcf: messages are cut into frames by
- * the netdev MTU, not by the path MTU.  Report the smallest IB MTU that
- * covers one frame's payload so a 1500-byte netdev shows 2048, not 1024.
+ * The largest IB MTU one frame carries whole (payload = netdev MTU minus
+ * the largest MBCF header): 1024 on a 1500-byte netdev, 4096 on a jumbo
+ * one.  It bounds a UD datagram, which is one frame (the MAD layer, UCX's
+ * ud_verbs and perftest -c UD size their messages by it).  RC and UC
+ * messages are cut by the netdev MTU whatever path MTU a QP is given.
  */
 enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
 {
 	int payload = (int)READ_ONCE(dev->ndev->mtu) - MBCF_HDR_MAX;
 
-	if (payload > 2048)
+	if (payload >= 4096)
 		return IB_MTU_4096;
-	if (payload > 1024)
+	if (payload >= 2048)
 		return IB_MTU_2048;
-	if (payload > 512)
+	if (payload >= 1024)
 		return IB_MTU_1024;
-	if (payload > 256)
+	if (payload >= 512)
 		return IB_MTU_512;
 	return IB_MTU_256;
 }
@@ -89,6 +91,10 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&dev->qp_xa);
 	free_percpu(dev->rx_ctr);
 	mbcf_mr_dev_fini(dev);
+	WARN_ON_ONCE(atomic_read(&dev->ah_count));
+	WARN_ON_ONCE(atomic_read(&dev->srq_count));
+	WARN_ON_ONCE(!xa_empty(&dev->ah_xa));
+	xa_destroy(&dev->ah_xa);
 	netdev_put(dev->ndev, &dev->ndev_tracker);
 }
 
@@ -126,18 +132,37 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	atomic_set(&dev->ucontext_count, 0);
 	atomic_set(&dev->cq_count, 0);
 	atomic_set(&dev->qp_count, 0);
+	atomic64_set(&dev->qp_ids, 0);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	spin_lock_init(&dev->retired_lock);
 	mbcf_mr_dev_init(dev);
+	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
+	atomic_set(&dev->ah_count, 0);
+	atomic_set(&dev->srq_count, 0);
 
-	dev->ibdev.node_type = RDMA_NODE_UNSPECIFIED;
+	/*
+	 * A channel adapter, as rxe: libibverbs derives transport_type from
+	 * node_type, and librdmacm only speaks IB CM on IBV_TRANSPORT_IB.
+	 * With RDMA_NODE_UNSPECIFIED rdma_disconnect() fails with EINVAL
+	 * before it moves the QP to error or sends a DREQ: no receive is
+	 * flushed, the peer never hears of it, and programs that wait for a
+	 * flushed completion or a DISCONNECTED event (rping, ucmatose) hang.
+	 * libfabric's verbs provider lists no domain for an unknown transport.
+	 * The link layer is still Ethernet: get_link_layer says so, and the
+	 * port caps say RoCE (verbs.c).
+	 */
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
 	dev->ibdev.num_comp_vectors = 1;
-	dev->ibdev.local_dma_lkey = 0;
-	dev->ibdev.kverbs_provider = false;
-	/* POST_SEND/POST_RECV with no work request are our doorbells. */
+	/* kernel consumers (the MAD layer, rdma_cm): see mr.c */
+	dev->ibdev.local_dma_lkey = MBCF_DMA_LKEY;
+	/*
+	 * POST_SEND/POST_RECV/POST_SRQ_RECV with no work request are our
+	 * doorbells (write() commands the core leaves off by default).
+	 */
 	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				      BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				      BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 				      BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ibdev.node_desc, "mbcf", sizeof(dev->ibdev.node_desc));
 	mbcf_device_set_guid(dev);
@@ -145,6 +170,9 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	ib_set_device_ops(&dev->ibdev, &mbcf_device_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_verbs_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_mr_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_mw_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_ah_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_srq_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_stats_ops);
 	return dev;
 }

@@ -24,6 +24,10 @@ unsigned int mbcf_ack_interval;
 module_param_named(ack_interval, mbcf_ack_interval, uint, 0644);
 MODULE_PARM_DESC(ack_interval, "Ask for an acknowledgement every N frames (0 = as the window needs)");
 
+unsigned int mbcf_zerocopy = 1;
+module_param_named(zerocopy, mbcf_zerocopy, uint, 0644);
+MODULE_PARM_DESC(zerocopy, "Send payloads as page fragments: 0 never, 1 unless the netdev copies them (default), 2 always");
+
 static LIST_HEAD(mbcf_main_devices);
 static DEFINE_SPINLOCK(mbcf_main_devices_lock);
 static DEFINE_MUTEX(mbcf_main_newlink_mutex);
@@ -171,4 +175,5 @@ module_exit(mbcf_main_exit);
 MODULE_AUTHOR("mbcf developers");
 MODULE_DESCRIPTION("MBCF (Memory-Based Communication Facility) software RDMA over Ethernet");
 MODULE_LICENSE("Dual BSD/GPL");
+MODULE_VERSION(MBCF_VERSION);
 MODULE_ALIAS_RDMA_LINK("mbcf");

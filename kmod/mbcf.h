@@ -9,11 +9,21 @@
  *   verbs.c   the thin verbs entry points (argument checks, hand-off)
  *   umap.c    kernel buffers user space mmaps (the rings)
  *   cq.c      completion queues: the kernel side of the CQ ring
- *   qp.c      QP verbs: create/modify/query/destroy, doorbells, state
- *   proto.c   binds the protocol core (core/) to a QP: the mbcf_ops
+ *   qp.c      QP verbs and the QP lock: every entry into the protocol core
+ *             (verbs, doorbells, frames, timer, transmit work) takes and
+ *             releases qp->lock here and nowhere else
+ *   wr.c      a QP's work requests: pulls the send/receive rings, validates
+ *             each request into a private copy, and everything that reads
+ *             those copies (payload gather/scatter, completions, flushes)
+ *   proto.c   the protocol core's environment (struct mbcf_ops): callbacks
+ *             that run under qp->lock and hand off to wr.c, mr.c, net.c
  *   net.c     the only file that touches sk_buff: frames in and out
  *   stats.c   counters for `rdma statistic`
  *   mr.c      memory regions: the only file that touches user pages
+ *   mw.c      memory windows: rkeys that resolve to a bound MR range
+ *   ah.c      address handles: where UD datagrams go
+ *   srq.c     shared receive queues: the verbs, and waking the QPs that
+ *             wait on one
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -21,6 +31,7 @@
 #include <linux/hrtimer.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_user_verbs.h>
@@ -29,7 +40,7 @@
 #include "mbcf/ring.h"
 
 #define MBCF_DRV_NAME		"mbcf"
-#define MBCF_FW_VERSION		"0.1.0"
+#define MBCF_FW_VERSION		MBCF_VERSION	/* mbcf-version.h, see Kbuild */
 
 /* Limits reported by query_device; verbs.c enforces each of them. */
 #define MBCF_MAX_QP		4096
@@ -38,10 +49,34 @@
 #define MBCF_MAX_CQ		4096
 #define MBCF_MAX_CQE		(64 * 1024)
 #define MBCF_MAX_MR		(64 * 1024)
+#define MBCF_MAX_MW		(64 * 1024)
+#define MBCF_MAX_AH		(64 * 1024)
+#define MBCF_MAX_SRQ		4096
+#define MBCF_MAX_SRQ_WR		(64 * 1024)
+/* The GID table: one entry per IP address of the netdev (rdma_cm). */
+#define MBCF_GID_TBL_LEN	1024
+/*
+ * The local DMA lkey: kernel consumers' SGEs hold kernel virtual addresses
+ * under it.  Key 0 names no MR (indices start at 1), and mr.c honours it
+ * for kernel QPs only, never for a user's.
+ */
+#define MBCF_DMA_LKEY		0
 #define MBCF_MAX_PD		(64 * 1024)
 #define MBCF_MAX_RD_ATOMIC	16
 #define MBCF_MAX_INLINE		256
 #define MBCF_MAX_MSG_SIZE	(1U << 31)
+
+/*
+ * Memory a process makes us allocate for the objects it creates (QPs, MRs,
+ * ring bookkeeping), which it can repeat until creation fails: charged to
+ * its memory cgroup, and at the cgroup's limit the allocation fails (the
+ * verb returns ENOMEM) instead of invoking the OOM killer.  Without
+ * __GFP_RETRY_MAYFAIL a charge that fails invokes the memcg OOM killer;
+ * __GFP_NORETRY would do too, but kvmalloc's vmalloc fallback supports
+ * only __GFP_RETRY_MAYFAIL.  NOWARN: a failure user space provokes must
+ * not print a stack trace.  (Ring pages use __GFP_NORETRY: umap.c.)
+ */
+#define MBCF_GFP_OBJ	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
 /* Bits of mbcf_dev.flags. */
 enum mbcf_dev_flag {
@@ -58,10 +93,14 @@ struct mbcf_dev {
 	atomic_t ucontext_count;
 	atomic_t cq_count;
 	atomic_t qp_count;
+	atomic64_t qp_ids;		/* QP ids: device-unique, never reused */
 	struct xarray qp_xa;		/* qpn -> struct mbcf_qp, RCU lookups */
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
+	/* net.c: zero-copy frames were copied by the stack (veth): build
+	 * frames with copies until then (jiffies) */
+	unsigned long zc_retry_at;
 	/* Frames dropped before a QP took them (parser, demux), per CPU. */
 	struct mbcf_counters __percpu *rx_ctr;
 	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
@@ -71,6 +110,12 @@ struct mbcf_dev {
 	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
 	u8 mr_gen;			/* key generation, bumped on wrap (xa_lock) */
 	atomic_t mr_count;
+	atomic_t mw_count;
+	/* ah.c: address handles, RCU lookups by number */
+	struct xarray ah_xa;
+	u32 ah_next;
+	atomic_t ah_count;
+	atomic_t srq_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 };
 
@@ -85,69 +130,161 @@ struct mbcf_pd {
 /* A kernel buffer user space maps (umap.c); owned by its mmap entry. */
 struct mbcf_umap {
 	struct rdma_user_mmap_entry rdma;
-	void *buf;
+	void *buf;			/* the pages, mapped in the kernel */
+	struct page **pages;
+	unsigned int npages;
 	size_t len;
+	bool kernel;			/* a kernel consumer's: no mmap entry */
 };
 
 struct mbcf_cq {
 	struct ib_cq ibcq;
-	spinlock_t lock;		/* producer side of ring, notify */
+	spinlock_t lock;		/* the ring's ends, notify */
 	struct mbcf_ring_end ring;	/* we produce, the provider consumes */
+	struct mbcf_ring_end poll;	/* kernel CQ: poll_cq consumes */
 	struct mbcf_umap *umap;
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP / _SOLICITED */
 	bool overflowed;
+	bool kernel;			/* a kernel consumer's: struct ib_wc */
+};
+
+/*
+ * One work queue of a QP (send or receive): the ring user space produces
+ * into, and the kernel's private, validated copies of the requests it took
+ * out of it (wr.c).  Slot i of `wr` holds the copy of ring entry i while
+ * the request is in flight, so a ring slot and its copy are released
+ * together when the request completes.
+ */
+struct mbcf_wq {
+	struct mbcf_umap *umap;
+	struct mbcf_ring_end ring;	/* consumer end: idx = released, rd = read */
+	u8 *wr;				/* private copies, wr_stride bytes each */
+	u32 wr_stride;
+	u32 max_sge;			/* the QP's cap: checked per request */
+	bool broken;			/* the ring's indices made no sense */
+};
+
+/*
+ * A shared receive queue (srq.c): one receive ring that the QPs attached to
+ * it claim from (wr.c), each under its own lock, so its consumer end has a
+ * lock of its own, always taken inside a QP's.  A QP that found it empty
+ * sent STOP to its peer; a post (the doorbell) wakes every attached QP.
+ */
+struct mbcf_srq {
+	struct ib_srq ibsrq;
+	struct mbcf_dev *dev;
+	spinlock_t lock;		/* rq's consumer end, limit */
+	struct mbcf_wq rq;
+	u32 limit;			/* armed: SRQ_LIMIT_REACHED below it */
+	bool kernel;			/* a kernel consumer's (no user ring) */
+	spinlock_t klock;		/* kring: a kernel consumer's posts */
+	struct mbcf_ring_end kring;
+	struct mutex qps_lock;		/* qps: the QPs attached */
+	struct list_head qps;
+	struct work_struct wake;	/* a kernel post wakes the QPs */
+};
+
+/* Bits of mbcf_qp.pend: what must happen once the core call returns. */
+enum mbcf_qp_pend {
+	MBCF_QP_PEND_WQE = BIT(0),	/* the send request at sq.rd failed its
+					 * checks: it completes with pend_status
+					 * after every earlier one, then ERROR */
+	MBCF_QP_PEND_ERROR = BIT(1),	/* move the QP to the error state */
+	MBCF_QP_PEND_FATAL = BIT(2),	/* ... and raise IB_EVENT_QP_FATAL: user
+					 * space broke the ring protocol */
+	MBCF_QP_PEND_EVENT = BIT(3),	/* the event is due, after unlock */
+	MBCF_QP_PEND_WQE_FATAL = BIT(4), /* PEND_WQE's request was malformed */
+	/* events due after unlock, besides QP_FATAL (PEND_EVENT) */
+	MBCF_QP_PEND_LAST_WQE = BIT(5),	/* IB_EVENT_QP_LAST_WQE_REACHED */
+	MBCF_QP_PEND_SRQ_LIMIT = BIT(6), /* IB_EVENT_SRQ_LIMIT_REACHED */
+	MBCF_QP_PEND_SRQ_ERR = BIT(7),	/* IB_EVENT_SRQ_ERR: its ring broke */
+};
+
+#define MBCF_QP_PEND_EVENTS	(MBCF_QP_PEND_EVENT | MBCF_QP_PEND_LAST_WQE | \
+				 MBCF_QP_PEND_SRQ_LIMIT | MBCF_QP_PEND_SRQ_ERR)
+
+/* Where a datagram goes, from an address handle (ah.c). */
+struct mbcf_ud_addr {
+	u8 dmac[ETH_ALEN];
+	u8 hop_limit;
+	u32 vtf;			/* 6 << 28 | traffic class << 20 | flow */
+	u8 sgid[16], dgid[16];
+};
+
+/* A QP number's entry in mbcf_dev.qp_xa: lookups take a reference. */
+struct mbcf_qp_ref {
+	struct mbcf_qp *qp;
+	refcount_t users;		/* 1 while published + one per user */
+	struct completion idle;		/* users dropped to zero */
+	struct rcu_head rcu;		/* lookups may still read it */
 };
 
 struct mbcf_qp {
 	struct ib_qp ibqp;
 	struct mbcf_dev *dev;
+	struct mbcf_qp_ref *ref;
+	u64 id;				/* device-unique: names it to windows */
+	bool kernel;			/* a kernel consumer's (no user rings) */
+	bool ud;			/* UD or GSI: datagrams, no connection */
 	/*
 	 * Serialises everything below: every call into the protocol core,
-	 * the rings, the state.  Taken from process context (verbs,
-	 * doorbells), NET_RX softirq (frames) and the timer (softirq).
+	 * the rings, the state.  Taken and released in qp.c only, from
+	 * process context (verbs, doorbells, transmit work) and softirq
+	 * (frames, the timer); the core's callbacks assert it.
 	 */
 	spinlock_t lock;
 	enum ib_qp_state state;
 	bool sq_sig_all;
 	bool dying;			/* destroy started: ignore frames, timer */
-	u32 max_send_sge, max_recv_sge, max_inline;
+	u8 pend;			/* enum mbcf_qp_pend */
+	u8 pend_status;			/* ib_wc_status of PEND_WQE */
+	u32 max_inline;
 
-	/* Send queue: provider produces WQEs; we copy each out before use. */
-	struct mbcf_umap *sq_umap;
-	struct mbcf_ring_end sq;
-	u8 *sq_copy;			/* private copies of slots [idx, rd) */
-	/* A request failed locally: error the QP once the core returns. */
-	enum ib_wc_status conn_failed;
-	bool failed_valid;		/* a failed WQE waits at sq.rd ... */
-	enum ib_wc_status failed_status;	/* ... to complete with this */
-	bool rx_bad;			/* the claimed receive rejected data */
+	struct mbcf_wq sq, rq;		/* no rq ring with an SRQ */
+	struct mbcf_srq *srq;		/* receives come from here, if set */
+	void *srq_wr;			/* the receive claimed from it (wr.c) */
+	struct list_head srq_node;	/* on srq->qps */
 
-	/* Receive queue: same; claimed by the core one message at a time. */
-	struct mbcf_umap *rq_umap;
-	struct mbcf_ring_end rq;
-	u8 *rq_copy;
+	/*
+	 * A kernel consumer's posts (post_send/post_recv may come with
+	 * interrupts off) only write entries into the rings, under klock,
+	 * through these producer ends; tx_work takes them like a doorbell.
+	 */
+	spinlock_t klock;
+	struct mbcf_ring_end ksq, krq;
 
-	/* The protocol core's connection and the memory it runs on. */
+	/* The protocol core's connection (RC, UC) and the memory it runs on. */
 	struct mbcf_conn conn;
+	/* UD, GSI: the datagram endpoint, and the MAC of the datagram being
+	 * sent (net.c addresses the frame with it). */
+	struct mbcf_dgram dgram;
+	u8 ud_dmac[ETH_ALEN];
 	struct mbcf_msg *req_msgs, *resp_msgs;
 	u32 resp_size;
 	struct hrtimer timer;
 
 	/*
 	 * Frames the core built under the lock wait here and are handed to
-	 * the netdev after it is dropped (mbcf_net_unlock()), so a doorbell
-	 * or frame for this QP on another CPU never spins while we transmit.
-	 * One context at a time sends (tx_owner), and also sends what others
-	 * queue meanwhile: frames leave in the order the core built them.
+	 * the netdev after it is dropped, so a doorbell or frame for this QP
+	 * on another CPU never spins while we transmit.  One context at a
+	 * time sends (tx_owner), and also sends what others queue meanwhile:
+	 * frames leave in the order the core built them.  At most
+	 * MBCF_QP_TX_BURST frames are queued: the core holds the rest back
+	 * (its transmit-busy state) and tx_work builds them in process
+	 * context, so one frame received in softirq never costs more than a
+	 * burst.
 	 */
 	struct sk_buff_head txq;
 	bool tx_owner;
+	struct work_struct tx_work;
 
 	/* Peer, from modify_qp(RTR). */
 	u8 dmac[ETH_ALEN];
 	u32 dest_qpn;
 	struct ib_qp_attr attr;		/* what modify_qp set, for query_qp */
 };
+
+#define MBCF_QP_TX_BURST	64
 
 static inline struct mbcf_dev *to_mbcf_dev(struct ib_device *ibdev)
 {
@@ -164,6 +301,11 @@ static inline struct mbcf_cq *to_mbcf_cq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct mbcf_cq, ibcq);
 }
 
+static inline struct mbcf_srq *to_mbcf_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct mbcf_srq, ibsrq);
+}
+
 static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct mbcf_qp, ibqp);
@@ -172,6 +314,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 /* main.c: module parameters */
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
+extern unsigned int mbcf_zerocopy;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
@@ -200,9 +343,10 @@ void mbcf_umap_free(struct rdma_user_mmap_entry *e);
 int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata);
 int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata);
+int mbcf_cq_resize(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_uverbs_wc *wc,
-		 bool solicited);
+int mbcf_cq_poll(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_wc *wc, bool solicited);
 
 /* qp.c */
 int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -216,18 +360,52 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad_wr);
 int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
-void mbcf_qp_settle(struct mbcf_qp *qp, u64 now);
-void mbcf_qp_to_error(struct mbcf_qp *qp);
-enum ib_wc_opcode mbcf_qp_send_wc_opcode(struct mbcf_qp *qp, u64 cookie);
-struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie);
-struct mbcf_recv_wqe *mbcf_qp_rq_wqe(struct mbcf_qp *qp, u64 cookie);
+void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
+		const u8 *src_mac);
+void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
+
+/* srq.c */
+extern const struct ib_device_ops mbcf_srq_ops;
+void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_detach(struct mbcf_srq *srq, struct mbcf_qp *qp);
+void mbcf_srq_event(struct mbcf_srq *srq, enum ib_event_type type);
+void mbcf_srq_broken(struct mbcf_srq *srq);
+
+/* wr.c: a QP's work requests; everything but _alloc/_free under qp->lock */
+int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
+		  u32 n, u32 stride, u32 max_sge, u32 max_inline);
+int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
+		      u32 stride, u32 max_sge);
+void mbcf_wr_free(struct mbcf_wq *q);
+int mbcf_wr_pull_sq(struct mbcf_qp *qp);
+void mbcf_wr_fail_head(struct mbcf_qp *qp);
+bool mbcf_wr_flush(struct mbcf_qp *qp);
+void mbcf_wr_reset(struct mbcf_qp *qp);
+int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap);
+int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
+			 const u8 *src, u32 len);
+int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
+			 const u8 *src, u32 len);
+int mbcf_wr_complete(struct mbcf_qp *qp, const struct mbcf_cqe *c);
+int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie);
+int mbcf_wr_kpost_send(struct mbcf_qp *qp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr);
+int mbcf_wr_kpost_recv(struct mbcf_qp *qp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
+int mbcf_wr_kpost_srq(struct mbcf_srq *srq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp);
+bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke);
+bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
+int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
+			 u8 *dst);
+struct mbcf_spans;
+int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
+			  struct mbcf_spans *sp);
 
 /* proto.c */
 extern const struct mbcf_ops mbcf_proto_ops;
-int mbcf_proto_start(struct mbcf_qp *qp);
-void mbcf_proto_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
-		   const u8 *src_mac);
-enum hrtimer_restart mbcf_proto_timer(struct hrtimer *t);
 u64 mbcf_proto_now(void);
 
 /* stats.c */
@@ -235,15 +413,13 @@ extern const struct ib_device_ops mbcf_stats_ops;
 void mbcf_stats_init(void);
 void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 
-/* net.c */
+/* net.c: frames in and out; the caller of _xmit holds qp->lock */
 int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
-void mbcf_net_qp_init(struct mbcf_qp *qp);
-void mbcf_net_qp_purge(struct mbcf_qp *qp);
-/* Drop qp->lock (taken with spin_lock_bh if @bh) and send what it queued. */
-void mbcf_net_unlock(struct mbcf_qp *qp, bool bh);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
+void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
+void mbcf_net_zc_copied(struct mbcf_dev *dev);
 
 /* mr.c */
 struct mbcf_sge;
@@ -260,39 +436,84 @@ struct mbcf_mr {
 	u32 key;			/* lkey == rkey: index << 8 | generation */
 	u32 page_offset;		/* of byte 0 (at iova) in pages[0] */
 	int access;			/* IB_ACCESS_* granted */
-	refcount_t ref;			/* registry + receive-path copies */
-	struct completion released;	/* ref hit zero: pages unused */
+	refcount_t ref;			/* registry + users + bound windows */
+	struct completion released;	/* ref hit zero: no new frame uses it */
+	/*
+	 * Frames that carry its pages as fragments (zero-copy): zc.refcnt is
+	 * 1 (the registry's) + one per such skb, dropped by zc.callback when
+	 * the stack is done with the fragments (mr.c).
+	 */
+	struct ubuf_info zc;
+	struct completion zc_idle;	/* zc.refcnt hit zero: no frame left */
+	spinlock_t lock;		/* windows, dead */
+	u32 windows;			/* memory windows bound to it */
+	bool dead;			/* being deregistered: binds fail */
 	struct rcu_head rcu;		/* late lookups may read the struct */
+};
+
+/* mr_xa entries of memory windows carry this tag (xa_tag_pointer). */
+#define MBCF_MR_TAG_MW		1
+
+/* A BIND_MW request, as wr.c keeps it. */
+struct mbcf_mw_bind {
+	u32 mw_rkey;			/* the window's current rkey */
+	u32 new_rkey;			/* its key byte becomes the window's */
+	u32 mr_lkey;
+	int access;			/* IB_ACCESS_REMOTE_* */
+	u64 addr, length;		/* length 0: unbind (type 1) */
 };
 
 extern const struct ib_device_ops mbcf_mr_ops;
 void mbcf_mr_dev_init(struct mbcf_dev *dev);
 void mbcf_mr_dev_fini(struct mbcf_dev *dev);
+int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key);
+void mbcf_mr_put(struct mbcf_mr *mr);
+struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
+				     u64 length, int access);
 /*
- * Lookups: any context, never sleep.  0, or -ENOKEY (no such key, or a
- * stale one), -EACCES (access flags or PD), -ERANGE (bounds), -EINVAL
+ * Lookups on behalf of @qp (its PD; the QP a type 2 window is bound to):
+ * any context, never sleep.  0, or -ENOKEY (no such key, a stale one, an
+ * unbound window), -EACCES (access flags or PD), -ERANGE (bounds), -EINVAL
  * (atomic va not 8-byte aligned: an invalid request, not an access error).
  */
-int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		    const void *src, u32 len, int access);
-int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		     void *dst, u32 len, int access);
-int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		  u32 len, int access);
-int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		   bool cmp_swap, u64 swap_add, u64 compare, u64 *orig);
-int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
-		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-		   void *dst, u32 len);
-int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
+int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
+		    u32 len, int access);
+int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
+		     int access);
+int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access);
+int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
+			int access);
+int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
+		   u64 swap_add, u64 compare, u64 *orig);
+int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
+		   u32 offset, void *dst, u32 len);
+int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
 		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
 		    const void *src, u32 len);
 
+/* ah.c */
+extern const struct ib_device_ops mbcf_ah_ops;
+u32 mbcf_ah_num(struct ib_ah *ibah);
+int mbcf_ah_lookup(struct mbcf_dev *dev, u32 num, struct ib_pd *pd,
+		   struct mbcf_ud_addr *out);
+
+/* mw.c */
+struct mbcf_window;
+extern const struct ib_device_ops mbcf_mw_ops;
+struct mbcf_mr *mbcf_mw_resolve(struct mbcf_window *win, struct mbcf_qp *qp,
+				u32 rkey, u64 va, u64 len, int access);
+int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b);
+int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote);
+
 /*
  * Zero-copy transmit: instead of copying, reference the pages that hold the
- * bytes (get_page per piece, appended to sp).  Same checks and errors as
- * the copies, plus -E2BIG when the pieces outnumber sp->max.  On any error
- * the caller drops the references already taken (mbcf_spans_put()).
+ * bytes (get_page per piece, appended to sp), and the MR they belong to
+ * (sp->zc: the frame's ubuf_info, which keeps dereg_mr waiting until the
+ * stack is done with the fragments).  Same checks and errors as the
+ * copies, plus -E2BIG when the pieces outnumber sp->max or come from more
+ * than one MR (the caller copies instead).  On any error the caller drops
+ * the references already taken (mbcf_spans_put()); on success it hands
+ * them to the skb.
  */
 struct mbcf_span {
 	struct page *page;
@@ -302,14 +523,15 @@ struct mbcf_span {
 struct mbcf_spans {
 	struct mbcf_span *v;
 	u32 n, max;
+	struct ubuf_info *zc;		/* the MR's, referenced: one MR a frame */
 };
 
 enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
 
-int mbcf_mr_ref_pages(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		      u32 len, int access, struct mbcf_spans *sp);
-int mbcf_mr_gather_pages(struct mbcf_dev *dev, struct ib_pd *pd,
-			 const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-			 u32 len, struct mbcf_spans *sp);
+int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
+		      struct mbcf_spans *sp);
+void mbcf_spans_put(struct mbcf_spans *sp);
+int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 
 #endif /* MBCF_KMOD_H */

@@ -5,14 +5,31 @@
  *
  * A key (lkey == rkey) is the MR's index in the device's xarray shifted left
  * by 8, or'ed with a generation, so a stale key whose index was reused fails.
+ * Memory windows (mw.c) share the key space: their xarray entries are
+ * tagged, and a window's rkey resolves to the MR it is bound to.
  * The receive path (softirq, under a QP spinlock) finds the MR under
  * rcu_read_lock() and checks key, PD, access and bounds before it touches a
- * byte; a copy also holds a reference.  dereg_mr unpublishes the MR, drops
- * the registry's reference and waits only for copies in flight, then
- * unpins; the struct itself is freed after a grace period (kfree_rcu) for
- * lookups that raced with the unpublish.  Waiting for a grace period in
- * each dereg_mr instead (synchronize_rcu, ~20 ms) made a process exit with
- * thousands of MRs take minutes.
+ * byte; a copy also holds a reference.
+ *
+ * Frames we send may carry an MR's pages as fragments instead of a copy
+ * (net.c), and the stack reads those bytes later: when the driver DMAs
+ * them, or when veth's peer copies them in its softirq.  Each such skb
+ * holds a reference on the MR's embedded struct ubuf_info (zc), the
+ * kernel's zero-copy mechanism (SKBFL_ZEROCOPY_FRAG, as MSG_ZEROCOPY):
+ * its callback runs once per skb when the stack is done with the
+ * fragments -- the skb freed after transmission, or its fragments copied
+ * first by every path that would keep them beyond the transmit
+ * (skb_orphan_frags: veth and other forwarding to a receive path, clones
+ * for packet taps, loopback to ourselves).
+ *
+ * dereg_mr unpublishes the MR, drops the registry's reference and waits
+ * for the copies in flight (short, never sleeping) -- after which no new
+ * frame can take the MR -- then for the frames that still carry its pages,
+ * then unpins: once it returns the device reads and writes none of that
+ * memory (verbs).  The struct itself is freed after a grace period
+ * (kfree_rcu) for lookups that raced with the unpublish.  Waiting for a
+ * grace period in each dereg_mr instead (synchronize_rcu, ~20 ms) made a
+ * process exit with thousands of MRs take minutes.
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -29,7 +46,8 @@
 
 /* The access an MR may grant; anything else is refused. */
 #define MBCF_MR_ACCESS		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+				 IB_ACCESS_MW_BIND)
 
 static inline struct mbcf_mr *to_mbcf_mr(struct ib_mr *ibmr)
 {
@@ -47,6 +65,7 @@ void mbcf_mr_dev_init(struct mbcf_dev *dev)
 	dev->mr_next = 1;
 	dev->mr_gen = 0;
 	atomic_set(&dev->mr_count, 0);
+	atomic_set(&dev->mw_count, 0);
 	atomic_long_set(&dev->mr_pinned_pages, 0);
 }
 
@@ -54,6 +73,7 @@ void mbcf_mr_dev_init(struct mbcf_dev *dev)
 void mbcf_mr_dev_fini(struct mbcf_dev *dev)
 {
 	WARN_ON_ONCE(atomic_read(&dev->mr_count));
+	WARN_ON_ONCE(atomic_read(&dev->mw_count));
 	WARN_ON_ONCE(atomic_long_read(&dev->mr_pinned_pages));
 	WARN_ON_ONCE(!xa_empty(&dev->mr_xa));
 	xa_destroy(&dev->mr_xa);
@@ -88,9 +108,9 @@ static int mbcf_mr_fill_pages(struct mbcf_mr *mr)
 	unsigned long i = 0;
 
 	mr->npages = ib_umem_num_pages(mr->umem);
-	/* NOWARN: kvmalloc WARNs on > INT_MAX bytes, a size user space picks. */
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
-				   GFP_KERNEL | __GFP_NOWARN);
+	/* NOWARN (in MBCF_GFP_OBJ): kvmalloc WARNs on > INT_MAX bytes, a
+	 * size user space picks. */
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), MBCF_GFP_OBJ);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
@@ -113,7 +133,7 @@ err_count:
  * cursor wrapped, so bumping the generation on each wrap makes every key
  * of a reused index differ from its old ones (for 256 wraps).
  */
-static int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key)
+int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key)
 {
 	u32 index;
 	int err;
@@ -136,11 +156,46 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	ib_umem_release(mr->umem);
 }
 
+/*
+ * The stack is done with one skb's fragments of @uarg's MR (sent, freed,
+ * or copied: !zerocopy_success), or (skb NULL) a reference is dropped that
+ * no skb took.  Any context.  The last one wakes dereg_mr, which may free
+ * the MR as soon as complete() returned.
+ */
+static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
+				bool zerocopy_success)
+{
+	struct mbcf_mr *mr = container_of(uarg, struct mbcf_mr, zc);
+
+	if (!zerocopy_success)
+		mbcf_net_zc_copied(mbcf_pd_dev(mr->pd));
+	if (refcount_dec_and_test(&uarg->refcnt))
+		complete(&mr->zc_idle);
+}
+
+/* Drop the references mbcf_mr_ref_pages() took for a frame not built. */
+void mbcf_spans_put(struct mbcf_spans *sp)
+{
+	u32 i;
+
+	for (i = 0; i < sp->n; i++)
+		put_page(sp->v[i].page);
+	sp->n = 0;
+	if (sp->zc)
+		mbcf_mr_zc_callback(NULL, sp->zc, true);
+	sp->zc = NULL;
+}
+
 /* Make a fully set up MR visible to lookups. */
 static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
+	mr->zc.callback = mbcf_mr_zc_callback;
+	mr->zc.flags = SKBFL_ZEROCOPY_FRAG;
+	refcount_set(&mr->zc.refcnt, 1);	/* the registry's */
+	init_completion(&mr->zc_idle);
+	spin_lock_init(&mr->lock);
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
 	atomic_long_add(mr->npages, &dev->mr_pinned_pages);
@@ -168,7 +223,7 @@ static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 		err = -ENOMEM;
 		goto err_count;
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), MBCF_GFP_OBJ);
 	if (!mr) {
 		err = -ENOMEM;
 		goto err_count;
@@ -206,18 +261,56 @@ err_count:
 	return ERR_PTR(err);
 }
 
-static void mbcf_mr_put(struct mbcf_mr *mr)
+void mbcf_mr_put(struct mbcf_mr *mr)
 {
 	if (refcount_dec_and_test(&mr->ref))
 		complete(&mr->released);
 }
 
-/* Also called for each live MR when a process dies; must not fail. */
+/*
+ * Wait until no frame carries the MR's pages.  The stack lets go of them
+ * when the netdev has sent the frame, or dropped it, or copied it (veth
+ * does at once), so this normally takes microseconds, or as long as a
+ * queue discipline holds frames back (netem, a rate limit).  A netdev
+ * that holds frames indefinitely (a stuck driver, pause frames without
+ * end) keeps us waiting: it lets go when it is brought down (qdiscs and
+ * rings are flushed) or its watchdog resets it.  Returning earlier would
+ * let the process's later writes to the memory leave in those frames, so
+ * we wait -- uninterruptibly: dereg_mr of a dying process must not fail
+ * (the RDMA core would retry it until it gives up with a WARN) -- and say
+ * every MBCF_MR_DRAIN_WARN what we wait for, instead of leaving it to the
+ * hung task detector.
+ */
+#define MBCF_MR_DRAIN_WARN	(30 * HZ)
+
+static void mbcf_mr_drain(struct mbcf_dev *dev, struct mbcf_mr *mr)
+{
+	while (!wait_for_completion_timeout(&mr->zc_idle, MBCF_MR_DRAIN_WARN))
+		netdev_warn(dev->ndev, "mbcf: dereg_mr of key 0x%x waits for %u frames still queued for transmission\n",
+			    mr->key, refcount_read(&mr->zc.refcnt));
+}
+
+/*
+ * Also called for each live MR when a process dies.  EBUSY while memory
+ * windows are bound to it (verbs); the RDMA core retries after it has
+ * deallocated the windows, so teardown always completes.
+ */
 static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct mbcf_mr *mr = to_mbcf_mr(ibmr);
 	struct mbcf_dev *dev = mbcf_pd_dev(mr->pd);
 
+	if (!mr->umem) {	/* a DMA MR: nothing published, nothing pinned */
+		kfree(mr);
+		return 0;
+	}
+	spin_lock_bh(&mr->lock);
+	if (mr->windows) {
+		spin_unlock_bh(&mr->lock);
+		return -EBUSY;
+	}
+	mr->dead = true;	/* no window binds to it from now on */
+	spin_unlock_bh(&mr->lock);
 	xa_erase(&dev->mr_xa, mbcf_mr_key_index(mr->key));
 	/*
 	 * No new copy can start now: a lookup that loaded the MR before the
@@ -226,13 +319,41 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	 */
 	mbcf_mr_put(mr);
 	wait_for_completion(&mr->released);
+	/* No new frame takes the pages now (that needs mr->ref); wait for
+	 * those in flight, before the pages are unpinned. */
+	mbcf_mr_zc_callback(NULL, &mr->zc, true);
+	mbcf_mr_drain(dev, mr);
 	mbcf_mr_unpin(dev, mr);
 	atomic_dec(&dev->mr_count);
 	kfree_rcu(mr, rcu);
 	return 0;
 }
 
+/*
+ * The DMA MR of a kernel PD: its lkey is the device's local DMA lkey (SGEs
+ * hold kernel virtual addresses), which only kernel QPs may use and only
+ * for local access.  A remote key to all of kernel memory
+ * (IB_PD_UNSAFE_GLOBAL_RKEY) is refused.  Nothing is published or pinned.
+ */
+static struct ib_mr *mbcf_mr_get_dma(struct ib_pd *ibpd, int access)
+{
+	struct mbcf_mr *mr;
+
+	if (ibpd->uobject || (access & ~IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pd = ibpd;
+	mr->key = MBCF_DMA_LKEY;
+	mr->access = access;
+	mr->ibmr.lkey = MBCF_DMA_LKEY;
+	mr->ibmr.rkey = MBCF_DMA_LKEY;	/* no MR has it: remote access fails */
+	return &mr->ibmr;
+}
+
 const struct ib_device_ops mbcf_mr_ops = {
+	.get_dma_mr = mbcf_mr_get_dma,
 	.reg_user_mr = mbcf_mr_reg_user,
 	.dereg_mr = mbcf_mr_dereg,
 };
@@ -240,14 +361,13 @@ const struct ib_device_ops mbcf_mr_ops = {
 /* --- lookup and access (any context, never sleeps) ------------------------- */
 
 /*
- * The MR of key, if it grants access to [va, va + len) in pd.  Caller holds
- * rcu_read_lock(), which keeps the struct (not its pages) valid.
+ * @mr (the xarray entry of key's index), if it is key's MR and grants
+ * access to [va, va + len) in pd.  Caller holds rcu_read_lock(), which
+ * keeps the struct (not its pages) valid.
  */
-static struct mbcf_mr *mbcf_mr_find(struct mbcf_dev *dev, struct ib_pd *pd,
+static struct mbcf_mr *mbcf_mr_find(struct mbcf_mr *mr, struct ib_pd *pd,
 				    u32 key, u64 va, u64 len, int access)
 {
-	struct mbcf_mr *mr = xa_load(&dev->mr_xa, mbcf_mr_key_index(key));
-
 	if (!mr || mr->key != key)
 		return ERR_PTR(-ENOKEY);
 	if (mr->pd != pd || (mr->access & access) != access)
@@ -258,14 +378,29 @@ static struct mbcf_mr *mbcf_mr_find(struct mbcf_dev *dev, struct ib_pd *pd,
 	return mr;
 }
 
-/* mbcf_mr_find() plus a reference that keeps the pages pinned. */
-static struct mbcf_mr *mbcf_mr_get(struct mbcf_dev *dev, struct ib_pd *pd,
+/*
+ * The MR that holds [va, va + len) under @key for an access on behalf of
+ * @qp (its PD; a type 2 window's QP), with a reference that keeps the
+ * pages pinned (mbcf_mr_put).  A window's rkey resolves to the MR it is
+ * bound to, with the window's access and bounds (remote access only).
+ */
+static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
 				   u32 key, u64 va, u64 len, int access)
 {
-	struct mbcf_mr *mr = mbcf_mr_find(dev, pd, key, va, len, access);
+	void *e;
+	struct mbcf_mr *mr;
 
-	if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
-		return ERR_PTR(-ENOKEY);	/* being deregistered */
+	rcu_read_lock();
+	e = xa_load(&qp->dev->mr_xa, mbcf_mr_key_index(key));
+	if (xa_pointer_tag(e) == MBCF_MR_TAG_MW) {
+		mr = mbcf_mw_resolve(xa_untag_pointer(e), qp, key, va, len,
+				     access);
+	} else {
+		mr = mbcf_mr_find(e, pd, key, va, len, access);
+		if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
+			mr = ERR_PTR(-ENOKEY);	/* being deregistered */
+	}
+	rcu_read_unlock();
 	return mr;
 }
 
@@ -336,58 +471,95 @@ static int mbcf_mr_walk(struct mbcf_mr *mr, u64 off, u32 len,
 	return 0;
 }
 
-static int mbcf_mr_access(struct mbcf_dev *dev, struct ib_pd *pd, u32 key,
+/*
+ * The MR @lkey names, for a window that @qp binds: in @qp's PD, registered
+ * with MW_BIND (and @access), holding [addr, addr + length), not being
+ * deregistered.  Referenced and counted in mr->windows: the window's
+ * binding owns both (mw.c drops them when it unbinds).
+ */
+struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
+				     u64 length, int access)
+{
+	struct mbcf_mr *mr;
+	void *e;
+
+	rcu_read_lock();
+	e = xa_load(&qp->dev->mr_xa, mbcf_mr_key_index(lkey));
+	if (xa_pointer_tag(e) == MBCF_MR_TAG_MW)
+		e = NULL;	/* a window's key names no MR */
+	mr = mbcf_mr_find(e, qp->ibqp.pd, lkey, addr, length,
+			  access | IB_ACCESS_MW_BIND);
+	if (!IS_ERR(mr)) {
+		spin_lock_bh(&mr->lock);
+		if (mr->dead || !refcount_inc_not_zero(&mr->ref))
+			mr = ERR_PTR(-ENOKEY);
+		else
+			mr->windows++;
+		spin_unlock_bh(&mr->lock);
+	}
+	rcu_read_unlock();
+	return mr;
+}
+
+static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
 			  u64 va, u32 len, int access, enum mbcf_mr_op op,
 			  void *arg)
 {
 	struct mbcf_mr *mr;
-	int err = 0;
+	int err;
 
 	/* Verbs: a zero-length operation needs no valid key. */
 	if (!len)
 		return 0;
-	rcu_read_lock();
-	if (op == MBCF_MR_CHECK) {
-		mr = mbcf_mr_find(dev, pd, key, va, len, access);
-		err = PTR_ERR_OR_ZERO(mr);
-	} else {
-		mr = mbcf_mr_get(dev, pd, key, va, len, access);
-		if (IS_ERR(mr)) {
-			err = PTR_ERR(mr);
-		} else {
-			err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
+	mr = mbcf_mr_get(qp, pd, key, va, len, access);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	if (op == MBCF_MR_REF) {
+		struct mbcf_spans *sp = arg;
+
+		/* One ubuf_info per skb: pages of a second MR are copied.  Our
+		 * reference on mr->ref keeps zc.refcnt above zero (dereg drops
+		 * the registry's only once mr->ref hit zero). */
+		if (!sp->zc) {
+			refcount_inc(&mr->zc.refcnt);
+			sp->zc = &mr->zc;
+		} else if (sp->zc != &mr->zc) {
 			mbcf_mr_put(mr);
+			return -E2BIG;
 		}
 	}
-	rcu_read_unlock();
+	err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
+	mbcf_mr_put(mr);
 	return err;
 }
 
-int mbcf_mr_copy_in(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		    const void *src, u32 len, int access)
+int mbcf_mr_copy_in(struct mbcf_qp *qp, u32 key, u64 va, const void *src,
+		    u32 len, int access)
 {
 	/* Pages pinned without FOLL_WRITE (no write access) are never written. */
-	return mbcf_mr_access(dev, pd, key, va, len,
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len,
 			      access | IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
 			      (void *)src);
 }
 
-int mbcf_mr_copy_out(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		     void *dst, u32 len, int access)
+int mbcf_mr_copy_out(struct mbcf_qp *qp, u32 key, u64 va, void *dst, u32 len,
+		     int access)
 {
-	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_LOAD, dst);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_LOAD, dst);
 }
 
-int mbcf_mr_ref_pages(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		      u32 len, int access, struct mbcf_spans *sp)
+int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
+		      struct mbcf_spans *sp)
 {
-	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_REF, sp);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_REF, sp);
 }
 
-int mbcf_mr_check(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		  u32 len, int access)
+int mbcf_mr_check(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access)
 {
-	return mbcf_mr_access(dev, pd, key, va, len, access, MBCF_MR_CHECK, NULL);
+	return mbcf_mr_access(qp, qp->ibqp.pd, key, va, len, access,
+			      MBCF_MR_CHECK, NULL);
 }
 
 /*
@@ -412,26 +584,57 @@ static u64 mbcf_mr_atomic_op(struct mbcf_mr *mr, u64 off, bool cmp_swap,
 	return orig;
 }
 
-int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
-		   bool cmp_swap, u64 swap_add, u64 compare, u64 *orig)
+int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
+		   u64 swap_add, u64 compare, u64 *orig)
 {
 	struct mbcf_mr *mr;
-	int err = 0;
 
 	if (!IS_ALIGNED(va, sizeof(u64)))
 		return -EINVAL;
-	rcu_read_lock();
-	mr = mbcf_mr_get(dev, pd, key, va, sizeof(u64),
+	mr = mbcf_mr_get(qp, qp->ibqp.pd, key, va, sizeof(u64),
 			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(mr)) {
-		err = PTR_ERR(mr);
-	} else {
-		*orig = mbcf_mr_atomic_op(mr, va - mr->iova, cmp_swap,
-					  swap_add, compare);
-		mbcf_mr_put(mr);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	*orig = mbcf_mr_atomic_op(mr, va - mr->iova, cmp_swap, swap_add, compare);
+	mbcf_mr_put(mr);
+	return 0;
+}
+
+/*
+ * A kernel QP's SGE under the local DMA lkey: @va is a kernel virtual
+ * address the consumer handed us (it owns that memory, as with any DMA
+ * address).  Frames copy it rather than reference its pages (-E2BIG): it
+ * may be slab memory.  Nobody else gets past the key check: user QPs and
+ * remote keys see key 0 as no MR at all (-ENOKEY).
+ */
+static int mbcf_mr_kva(struct mbcf_qp *qp, u64 va, u32 len,
+		       enum mbcf_mr_op op, void *arg)
+{
+	void *p = (void *)(uintptr_t)va;
+
+	if (!qp->kernel)
+		return -ENOKEY;
+	switch (op) {
+	case MBCF_MR_STORE:
+		memcpy(p, arg, len);
+		return 0;
+	case MBCF_MR_LOAD:
+		memcpy(arg, p, len);
+		return 0;
+	case MBCF_MR_REF:
+		return -E2BIG;
+	default:
+		return 0;
 	}
-	rcu_read_unlock();
-	return err;
+}
+
+/* mbcf_mr_check() of one of @qp's own SGEs (local access: DMA lkey too). */
+int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
+			int access)
+{
+	if (lkey == MBCF_DMA_LKEY)
+		return mbcf_mr_kva(qp, va, len, MBCF_MR_CHECK, NULL);
+	return mbcf_mr_check(qp, lkey, va, len, access);
 }
 
 /*
@@ -439,7 +642,7 @@ int mbcf_mr_atomic(struct mbcf_dev *dev, struct ib_pd *pd, u32 key, u64 va,
  * SGEs before offset, then one MR access per SGE touched (one in the
  * common single-SGE case).
  */
-static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
+static int mbcf_mr_sgl_access(struct mbcf_qp *qp, struct ib_pd *pd,
 			      const struct mbcf_sge *sge, u32 num_sge,
 			      u32 offset, u32 len, int access,
 			      enum mbcf_mr_op op, void *arg)
@@ -462,7 +665,11 @@ static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
 		if (va < sge->addr)
 			return -ERANGE;
 		n = min_t(u64, len, sge->length - skip);
-		err = mbcf_mr_access(dev, pd, sge->lkey, va, n, access, op, arg);
+		if (sge->lkey == MBCF_DMA_LKEY)
+			err = mbcf_mr_kva(qp, va, n, op, arg);
+		else
+			err = mbcf_mr_access(qp, pd, sge->lkey, va, n, access,
+					     op, arg);
 		if (err)
 			return err;
 		if (op != MBCF_MR_REF)
@@ -474,27 +681,26 @@ static int mbcf_mr_sgl_access(struct mbcf_dev *dev, struct ib_pd *pd,
 }
 
 /* Reading one's own registered memory needs no access flag. */
-int mbcf_mr_gather(struct mbcf_dev *dev, struct ib_pd *pd,
-		   const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-		   void *dst, u32 len)
+int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
+		   u32 offset, void *dst, u32 len)
 {
-	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len, 0,
-				  MBCF_MR_LOAD, dst);
+	return mbcf_mr_sgl_access(qp, qp->ibqp.pd, sge, num_sge, offset, len,
+				  0, MBCF_MR_LOAD, dst);
 }
 
-int mbcf_mr_gather_pages(struct mbcf_dev *dev, struct ib_pd *pd,
-			 const struct mbcf_sge *sge, u32 num_sge, u32 offset,
-			 u32 len, struct mbcf_spans *sp)
+int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
+			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp)
 {
-	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len, 0,
-				  MBCF_MR_REF, sp);
+	return mbcf_mr_sgl_access(qp, qp->ibqp.pd, sge, num_sge, offset, len,
+				  0, MBCF_MR_REF, sp);
 }
 
-int mbcf_mr_scatter(struct mbcf_dev *dev, struct ib_pd *pd,
+/* Into SGEs of @pd's memory: @qp's own, or its SRQ's receives. */
+int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
 		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
 		    const void *src, u32 len)
 {
-	return mbcf_mr_sgl_access(dev, pd, sge, num_sge, offset, len,
+	return mbcf_mr_sgl_access(qp, pd, sge, num_sge, offset, len,
 				  IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
 				  (void *)src);
 }

@@ -8,13 +8,19 @@
  * softirq: no receive buffering, no thread hop.
  *
  * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
- * the payload either as fragments referencing the registered pages (no
- * copy; the receiver's copy into target memory is the only one) or, when
- * short or scattered over too many pieces, copied in behind them.  The
- * core builds frames under the QP lock; they are queued on the QP and
- * handed to the netdev once the lock is dropped (mbcf_net_unlock()).  A
- * frame to our own MAC (both QPs on this device) goes through netif_rx()
- * so it is handled later in softirq, never re-entering a QP lock.
+ * the payload either as fragments referencing the registered pages of one
+ * MR (zero-copy: the NIC reads them; veth, or a frame to ourselves, would
+ * copy them at the crossing, see mbcf_net_attach, and then we copy
+ * ourselves for a while, see mbcf_net_zc_copied) or, when short, from
+ * several MRs or scattered over too many pieces, copied in behind them;
+ * wr.c says where a request's bytes are.  The core builds frames under the QP
+ * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
+ * netdev once the lock is dropped (mbcf_net_send).  A frame to our own MAC
+ * (both QPs on this device) goes through netif_rx() so it is handled later
+ * in softirq, never re-entering a QP lock.
+ *
+ * Every frame the handler accepts as ours is counted in rx_frames and then
+ * gets exactly one verdict counter (include/mbcf/counters.h).
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
@@ -78,19 +84,23 @@ static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
 	struct mbcf_frame f;
 	u32 hdr_len;
 
+	/* Not addressed to us (promiscuous netdev, a copy of our own). */
 	if (skb->pkt_type == PACKET_OTHERHOST || skb->pkt_type == PACKET_OUTGOING)
 		goto drop;
+	ctr->rx_frames++;
 	skb = skb_share_check(skb, GFP_ATOMIC);
-	if (!skb)
+	if (!skb) {
+		ctr->drop_nomem++;
 		return NET_RX_DROP;
+	}
 	/* The header linear (parse judges what is too short), in two steps
 	 * so no payload byte is pulled in with it. */
 	if (!pskb_may_pull(skb, min_t(u32, skb->len, MBCF_HDR_LEN)))
-		goto drop;
+		goto drop_nomem;
 	hdr_len = skb_headlen(skb) >= MBCF_HDR_LEN ?
 		  mbcf_codec_hdr_len(skb->data[MBCF_OFF_OPCODE]) : 0;
 	if (hdr_len && !pskb_may_pull(skb, min(skb->len, hdr_len)))
-		goto drop;
+		goto drop_nomem;
 	if (mbcf_codec_parse_split(skb->data, skb_headlen(skb), skb->len, &f,
 				   ctr))
 		goto drop;
@@ -99,16 +109,18 @@ static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
 		f.iov = iov;
 		if (!f.niov) {
 			if (skb_linearize(skb))
-				goto drop;
+				goto drop_nomem;
 			f.payload = skb->data + f.hdr_len;
 		}
 	}
-	mbcf_proto_rx(dev, &f, eth_hdr(skb)->h_source);
+	mbcf_qp_rx(dev, &f, eth_hdr(skb)->h_source);
 	if (!f.payload)
 		mbcf_net_unmap(skb, &f);
 	consume_skb(skb);
 	return NET_RX_SUCCESS;
 
+drop_nomem:
+	ctr->drop_nomem++;
 drop:
 	kfree_skb(skb);
 	return NET_RX_DROP;
@@ -116,6 +128,7 @@ drop:
 
 int mbcf_net_start(struct mbcf_dev *dev)
 {
+	dev->zc_retry_at = jiffies;
 	dev->ptype.type = htons(MBCF_ETHERTYPE);
 	dev->ptype.dev = dev->ndev;
 	dev->ptype.func = mbcf_net_rcv;
@@ -131,83 +144,73 @@ void mbcf_net_stop(struct mbcf_dev *dev)
 	dev->ptype.func = NULL;
 }
 
-/* Fill @dst with the frame's payload; see struct mbcf_payload. */
-static int mbcf_net_gather(struct mbcf_qp *qp, const struct mbcf_payload *pl,
-			   u8 *dst)
-{
-	struct mbcf_send_wqe *w;
-
-	switch (pl->kind) {
-	case MBCF_PL_WR:
-		w = mbcf_qp_sq_wqe(qp, pl->cookie);
-		if (w->send_flags & IB_SEND_INLINE) {
-			if (pl->offset + pl->len > w->inline_len)
-				return -EINVAL;
-			memcpy(dst, (u8 *)(w + 1) + pl->offset, pl->len);
-			return 0;
-		}
-		return mbcf_mr_gather(qp->dev, qp->ibqp.pd,
-				      (struct mbcf_sge *)(w + 1), w->num_sge,
-				      pl->offset, dst, pl->len);
-	case MBCF_PL_TARGET:
-		return mbcf_mr_copy_out(qp->dev, qp->ibqp.pd, pl->rkey, pl->va,
-					dst, pl->len, IB_ACCESS_REMOTE_READ);
-	default:
-		return pl->len ? -EINVAL : 0;
-	}
-}
-
 /* Payloads at least this long travel as page fragments (no copy). */
 #define MBCF_NET_ZC_MIN		256
 
 /*
+ * The stack copied a zero-copy frame of this device (the MR's ubuf_info
+ * callback says so, as MSG_ZEROCOPY's SO_EE_CODE_ZEROCOPY_COPIED does):
+ * veth always does, so do a packet tap and a frame to ourselves.  Then
+ * copying the payload into the skb head we allocate anyway is cheaper
+ * than the stack's copy, which allocates a page per frame besides: build
+ * frames with copies for MBCF_NET_ZC_RETRY, then try zero-copy again (the
+ * tap may be gone).  On veth that costs one burst of zero-copy frames a
+ * second.
+ */
+#define MBCF_NET_ZC_RETRY	HZ
+
+void mbcf_net_zc_copied(struct mbcf_dev *dev)
+{
+	unsigned long at = jiffies + MBCF_NET_ZC_RETRY;
+
+	if (READ_ONCE(dev->zc_retry_at) != at)
+		WRITE_ONCE(dev->zc_retry_at, at);
+}
+
+/* Module parameter zerocopy: 0 never, 1 as above, 2 always (tests). */
+static bool mbcf_net_zc_ok(const struct mbcf_dev *dev)
+{
+	unsigned int zc = READ_ONCE(mbcf_zerocopy);
+
+	if (zc != 1)
+		return zc;
+	return time_after_eq(jiffies, READ_ONCE(dev->zc_retry_at));
+}
+
+/*
  * Zero-copy: attach the registered pages holding the payload to @skb as
- * fragments, each holding a page reference until the frame is freed.
- * Returns -E2BIG (too many pieces; the caller copies instead) or another
- * error from the MR lookup.  SKBFL_SHARED_FRAG tells the stack the bytes
- * may change under it (user memory), so nothing relies on them staying.
+ * fragments, each holding a page reference until the frame is freed, and
+ * the skb to their MR's struct ubuf_info (SKBFL_ZEROCOPY_FRAG): the stack
+ * calls it back once it is done with the fragments, which is what
+ * dereg_mr waits for (mr.c).  The flags also make every path that would
+ * keep the fragments longer than the transmit -- veth handing the frame
+ * to its peer's receive path, a clone for a packet tap, our own receive
+ * path -- copy them first (skb_orphan_frags), and SKBFL_SHARED_FRAG tells
+ * the stack the bytes may change under it (user memory).  Returns -E2BIG
+ * (too many pieces, or more than one MR; the caller copies instead) or
+ * another error from the MR lookup.
  */
 static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			   struct sk_buff *skb)
 {
 	struct mbcf_span v[MAX_SKB_FRAGS];
 	struct mbcf_spans sp = { .v = v, .max = ARRAY_SIZE(v) };
-	struct mbcf_send_wqe *w;
 	int err;
 	u32 i;
 
-	if (pl->kind == MBCF_PL_TARGET) {
-		err = mbcf_mr_ref_pages(qp->dev, qp->ibqp.pd, pl->rkey, pl->va,
-					pl->len, IB_ACCESS_REMOTE_READ, &sp);
-	} else {
-		w = mbcf_qp_sq_wqe(qp, pl->cookie);
-		err = mbcf_mr_gather_pages(qp->dev, qp->ibqp.pd,
-					   (struct mbcf_sge *)(w + 1),
-					   w->num_sge, pl->offset, pl->len, &sp);
-	}
-	if (err) {
-		for (i = 0; i < sp.n; i++)
-			put_page(v[i].page);
-		return err;
+	err = mbcf_wr_payload_pages(qp, pl, &sp);
+	if (err || !sp.zc) {
+		mbcf_spans_put(&sp);
+		return err ?: -E2BIG;
 	}
 	for (i = 0; i < sp.n; i++)
 		skb_fill_page_desc(skb, i, v[i].page, v[i].off, v[i].len);
 	skb->len += pl->len;
 	skb->data_len = pl->len;
 	skb->truesize += pl->len;
-	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	/* the reference sp.zc holds becomes the skb's */
+	skb_zcopy_init(skb, sp.zc);
 	return 0;
-}
-
-static bool mbcf_net_can_attach(struct mbcf_qp *qp,
-				const struct mbcf_payload *pl)
-{
-	if (pl->len < MBCF_NET_ZC_MIN)
-		return false;
-	if (pl->kind == MBCF_PL_TARGET)
-		return true;
-	return pl->kind == MBCF_PL_WR &&
-	       !(mbcf_qp_sq_wqe(qp, pl->cookie)->send_flags & IB_SEND_INLINE);
 }
 
 /*
@@ -253,7 +256,8 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
 	skb_reset_mac_header(skb);
 	eth = skb_put(skb, ETH_HLEN);
-	ether_addr_copy(eth->h_dest, qp->dmac);
+	/* a connection's peer, or where the datagram being built goes */
+	ether_addr_copy(eth->h_dest, qp->ud ? qp->ud_dmac : qp->dmac);
 	ether_addr_copy(eth->h_source, ndev->dev_addr);
 	eth->h_proto = htons(MBCF_ETHERTYPE);
 	skb_set_network_header(skb, ETH_HLEN);
@@ -264,91 +268,62 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 	return skb;
 }
 
+/*
+ * Build one frame and queue it on qp->txq (caller holds qp->lock).
+ * Returns 0, -ENOMEM (nothing queued: like a lost frame, go-back-N
+ * recovers) or -EFAULT: the payload's memory is no longer registered
+ * (nothing queued: no byte of it may leave, not even as zeroes).
+ */
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl)
 {
 	u32 plen = pl ? pl->len : 0;
 	struct sk_buff *skb;
-	u8 *data;
 
-	if (plen && mbcf_net_can_attach(qp, pl)) {
+	if (plen >= MBCF_NET_ZC_MIN && mbcf_net_zc_ok(qp->dev) &&
+	    mbcf_wr_payload_in_pages(qp, pl)) {
 		skb = mbcf_net_alloc(qp, hdr, hdr_len, 0);
 		if (!skb)
-			return 0;	/* like a lost frame: go-back-N recovers */
+			return -ENOMEM;
 		if (!mbcf_net_attach(qp, pl, skb))
-			goto send;
+			goto queue;
 		/* Too many pieces, or an access error the copy reports. */
 		kfree_skb(skb);
 	}
 	skb = mbcf_net_alloc(qp, hdr, hdr_len, plen);
 	if (!skb)
-		return 0;
-	if (plen) {
-		data = skb_put(skb, plen);
-		/* Memory deregistered under us: send zeroes, never stale bytes. */
-		if (unlikely(mbcf_net_gather(qp, pl, data))) {
-			memset(data, 0, plen);
-			qp->conn_failed = IB_WC_LOC_PROT_ERR;
-		}
+		return -ENOMEM;
+	if (plen && unlikely(mbcf_wr_payload_copy(qp, pl, skb_put(skb, plen)))) {
+		kfree_skb(skb);
+		return -EFAULT;
 	}
-send:
-	__skb_queue_tail(&qp->txq, skb);	/* sent by mbcf_net_unlock() */
+queue:
+	__skb_queue_tail(&qp->txq, skb);
 	return 0;
 }
 
-void mbcf_net_qp_init(struct mbcf_qp *qp)
-{
-	skb_queue_head_init(&qp->txq);
-	qp->tx_owner = false;
-}
-
-/* Destroy, once no context can queue or send any more. */
-void mbcf_net_qp_purge(struct mbcf_qp *qp)
-{
-	__skb_queue_purge(&qp->txq);
-}
-
-static void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff *skb)
+/*
+ * Hand @frames to the netdev, in order (qp->lock not held).  Each frame is
+ * looked at: a UD QP's go to many places, some maybe to this device.
+ */
+void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 {
 	struct net_device *ndev = qp->dev->ndev;
-
-	if (ether_addr_equal(qp->dmac, ndev->dev_addr)) {
-		skb->protocol = eth_type_trans(skb, ndev);
-		netif_rx(skb);
-	} else {
-		dev_queue_xmit(skb);
-	}
-}
-
-void mbcf_net_unlock(struct mbcf_qp *qp, bool bh)
-{
-	struct sk_buff_head batch;
 	struct sk_buff *skb;
 
-	if (qp->tx_owner || skb_queue_empty(&qp->txq)) {
-		if (bh)
-			spin_unlock_bh(&qp->lock);
-		else
-			spin_unlock(&qp->lock);
-		return;
+	while ((skb = __skb_dequeue(frames))) {
+		/* A netdev that is down (or going away) sends nothing; nor do we
+		 * (its queues may already be gone: "selects TX queue 0, but real
+		 * number of TX queues is 0").  Like a lost frame. */
+		if (unlikely(!netif_running(ndev))) {
+			kfree_skb(skb);
+			continue;
+		}
+		if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
+			skb->protocol = eth_type_trans(skb, ndev);
+			netif_rx(skb);
+		} else {
+			dev_queue_xmit(skb);
+		}
 	}
-	qp->tx_owner = true;
-	__skb_queue_head_init(&batch);
-	skb_queue_splice_init(&qp->txq, &batch);
-	if (bh)
-		spin_unlock_bh(&qp->lock);
-	else
-		spin_unlock(&qp->lock);
-
-	for (;;) {
-		while ((skb = __skb_dequeue(&batch)))
-			mbcf_net_send(qp, skb);
-		spin_lock_bh(&qp->lock);
-		if (skb_queue_empty(&qp->txq))
-			break;
-		skb_queue_splice_init(&qp->txq, &batch);
-		spin_unlock_bh(&qp->lock);
-	}
-	qp->tx_owner = false;
-	spin_unlock_bh(&qp->lock);
 }

@@ -1,18 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * RC queue pairs: the verbs (create/modify/query/destroy), the doorbells,
- * and the kernel side of the send and receive rings.
+ * Queue pairs: the verbs (create/modify/query/destroy), the doorbells, and
+ * every other way into a QP's protocol core: frames from the wire, the
+ * retransmit timer, the transmit work.  This is the one file that takes
+ * and releases qp->lock.
  *
- * The provider writes work requests into the rings; we copy each one out
- * (user space can rewrite the ring at any time) into a private FIFO that
- * lives until the request completes, validate the copy, and hand it to the
- * protocol core.  Everything runs under qp->lock.  Core callbacks must not
- * call back into the core, so work they make necessary (draining the send
- * ring after completions freed room, flushing after an error) is done by
- * mbcf_qp_settle() once the core call has returned.
+ * Each entry point takes the lock, calls the core, then mbcf_qp_settle():
+ * core callbacks (proto.c) cannot call back into the core, so what they
+ * make necessary is recorded in qp->pend and done there, after the core
+ * call returned -- moving to the error state, completing a request that
+ * failed its checks, pulling more requests from the send ring (wr.c).
+ * mbcf_qp_unlock() then sends the frames the core built (net.c) with the
+ * lock dropped, and raises the QP's asynchronous event if one is due.
+ *
+ * Lifetime: the receive path finds a QP through dev->qp_xa under RCU and
+ * holds a reference (struct mbcf_qp_ref) while it uses it; destroy
+ * unpublishes the QP and waits for those users only, never for an RCU
+ * grace period, so tearing down thousands of QPs stays fast.
  */
+#include <linux/etherdevice.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "mbcf.h"
@@ -20,292 +29,262 @@
 #define MBCF_QP_RESP_SLOTS	roundup_pow_of_two(MBCF_MAX_RD_ATOMIC)
 
 static void mbcf_qp_default_attrs(struct mbcf_qp *qp);
-static enum ib_wc_opcode mbcf_qp_wc_opcode(u32 uverbs_op);
 
-struct mbcf_send_wqe *mbcf_qp_sq_wqe(struct mbcf_qp *qp, u64 cookie)
+/* ---- the lock, and what happens around every core call ------------------- */
+
+static void mbcf_qp_event(struct mbcf_qp *qp, enum ib_event_type type)
 {
-	return (struct mbcf_send_wqe *)(qp->sq_copy +
-		(size_t)((u32)cookie & qp->sq.mask) * qp->sq.stride);
-}
-
-struct mbcf_recv_wqe *mbcf_qp_rq_wqe(struct mbcf_qp *qp, u64 cookie)
-{
-	return (struct mbcf_recv_wqe *)(qp->rq_copy +
-		(size_t)((u32)cookie & qp->rq.mask) * qp->rq.stride);
-}
-
-static struct mbcf_sge *mbcf_qp_send_sges(struct mbcf_send_wqe *w)
-{
-	return (struct mbcf_sge *)(w + 1);
-}
-
-/* ---- completions that never reach the core --------------------------- */
-
-static void mbcf_qp_push_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *w,
-			      enum ib_wc_status status, enum ib_wc_opcode op)
-{
-	struct ib_uverbs_wc wc = {
-		.wr_id = w->wr_id,
-		.status = status,
-		.opcode = op,
-		.qp_num = qp->ibqp.qp_num,
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
 	};
 
-	mbcf_cq_push(to_mbcf_cq(qp->ibqp.send_cq), &wc, false);
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
-static void mbcf_qp_push_recv_flush(struct mbcf_qp *qp,
-				    const struct mbcf_recv_wqe *w)
+/* The asynchronous events recorded in qp->pend (no lock held). */
+static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events)
 {
-	struct ib_uverbs_wc wc = {
-		.wr_id = w->wr_id,
-		.status = IB_WC_WR_FLUSH_ERR,
-		.opcode = IB_WC_RECV,
-		.qp_num = qp->ibqp.qp_num,
-	};
+	if (events & MBCF_QP_PEND_SRQ_ERR)
+		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
+	if (events & MBCF_QP_PEND_SRQ_LIMIT)
+		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_LIMIT_REACHED);
+	if (events & MBCF_QP_PEND_EVENT)
+		mbcf_qp_event(qp, IB_EVENT_QP_FATAL);
+	if (events & MBCF_QP_PEND_LAST_WQE)
+		mbcf_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
 
-	mbcf_cq_push(to_mbcf_cq(qp->ibqp.recv_cq), &wc, false);
+/* Work the lock holder leaves for process context (tx_work). */
+static void mbcf_qp_defer(struct mbcf_qp *qp)
+{
+	if (!qp->dying)
+		queue_work(system_highpri_wq, &qp->tx_work);
 }
 
 /*
- * In the error state every request still in a ring completes with
- * IB_WC_WR_FLUSH_ERR, including those posted after the error (verbs).
- * One ring's worth per call: a process posting as fast as we flush must
- * not keep us here with bottom halves off; its next doorbell continues.
+ * Move to the error state: whatever the core still holds completes (with
+ * IB_WC_WR_FLUSH_ERR) unless the core failed by itself -- then it keeps
+ * its ERROR state, to repeat its NAK to a peer that missed it (protocol.md
+ * 8.3).  A request that failed its checks completes after those.
  */
-static void mbcf_qp_flush_rings(struct mbcf_qp *qp)
+static void mbcf_qp_to_error(struct mbcf_qp *qp)
 {
-	struct mbcf_send_wqe sw;
-	struct mbcf_recv_wqe rw;
-	bool corrupt;
-	u32 n;
-	void *e;
-
-	for (n = 0; n <= qp->sq.mask &&
-	     (e = mbcf_ring_consume_slot(&qp->sq, &corrupt)); n++) {
-		memcpy(&sw, e, sizeof(sw));
-		mbcf_ring_consume(&qp->sq);
-		mbcf_qp_push_send(qp, &sw, IB_WC_WR_FLUSH_ERR,
-				  mbcf_qp_wc_opcode(sw.opcode));
-	}
-	for (n = 0; n <= qp->rq.mask &&
-	     (e = mbcf_ring_consume_slot(&qp->rq, &corrupt)); n++) {
-		memcpy(&rw, e, sizeof(rw));
-		mbcf_ring_consume(&qp->rq);
-		mbcf_qp_push_recv_flush(qp, &rw);
-	}
-	mbcf_ring_consumer_idle(&qp->sq);
-	mbcf_ring_consumer_idle(&qp->rq);
-}
-
-/* Move to the error state (under qp->lock, not from a core callback). */
-void mbcf_qp_to_error(struct mbcf_qp *qp)
-{
-	if (qp->state == IB_QPS_RESET)
-		return;
 	if (qp->conn.state == MBCF_CONN_RTS)
-		mbcf_conn_flush(&qp->conn);	/* FLUSH for everything queued */
-	qp->state = IB_QPS_ERR;
-	mbcf_qp_flush_rings(qp);
-}
-
-/* ---- the send ring ----------------------------------------------------- */
-
-static const u8 mbcf_qp_wr_ops[] = {
-	[IB_UVERBS_WR_RDMA_WRITE] = MBCF_OP_WRITE,
-	[IB_UVERBS_WR_RDMA_WRITE_WITH_IMM] = MBCF_OP_WRITE_IMM,
-	[IB_UVERBS_WR_SEND] = MBCF_OP_SEND,
-	[IB_UVERBS_WR_SEND_WITH_IMM] = MBCF_OP_SEND_IMM,
-	[IB_UVERBS_WR_RDMA_READ] = MBCF_OP_READ_REQ,
-	[IB_UVERBS_WR_ATOMIC_CMP_AND_SWP] = MBCF_OP_CMP_SWAP,
-	[IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD] = MBCF_OP_FETCH_ADD,
-};
-
-static bool mbcf_qp_op_writes_local(u8 op)
-{
-	return op == MBCF_OP_READ_REQ || op == MBCF_OP_CMP_SWAP ||
-	       op == MBCF_OP_FETCH_ADD;
+		mbcf_conn_flush(&qp->conn);
+	if (qp->pend & MBCF_QP_PEND_WQE)
+		mbcf_wr_fail_head(qp);
+	if (qp->pend & MBCF_QP_PEND_FATAL)
+		qp->pend |= MBCF_QP_PEND_EVENT;
+	qp->pend &= MBCF_QP_PEND_EVENTS;
+	/* nothing more is taken from the SRQ: the claimed receive was
+	 * flushed with the connection (verbs: last WQE reached) */
+	if (qp->srq && qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
+		qp->pend |= MBCF_QP_PEND_LAST_WQE;
+	if (qp->state != IB_QPS_RESET)
+		qp->state = IB_QPS_ERR;
 }
 
 /*
- * Turn our private copy of a send WQE into a core work request.  Returns
- * an ib_wc_status: anything but IB_WC_SUCCESS fails the request locally.
+ * After every call into the core: act on what the callbacks recorded, then
+ * feed the core from the send ring.
  */
-static enum ib_wc_status mbcf_qp_parse_wqe(struct mbcf_qp *qp,
-					   struct mbcf_send_wqe *w,
-					   struct mbcf_wr *wr)
+static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
-	struct mbcf_dev *dev = qp->dev;
-	struct mbcf_sge *sge = mbcf_qp_send_sges(w);
-	bool inl = w->send_flags & IB_SEND_INLINE;
-	u64 len = 0;
-	u32 i;
-
-	if (w->opcode >= ARRAY_SIZE(mbcf_qp_wr_ops) || !mbcf_qp_wr_ops[w->opcode])
-		return IB_WC_LOC_QP_OP_ERR;
-	memset(wr, 0, sizeof(*wr));
-	wr->op = mbcf_qp_wr_ops[w->opcode];
-
-	if (inl) {
-		if (mbcf_qp_op_writes_local(wr->op) || w->inline_len > qp->max_inline)
-			return IB_WC_LOC_QP_OP_ERR;
-		len = w->inline_len;
-	} else {
-		if (w->num_sge > qp->max_send_sge)
-			return IB_WC_LOC_QP_OP_ERR;
-		for (i = 0; i < w->num_sge; i++) {
-			int need = mbcf_qp_op_writes_local(wr->op) ?
-				   IB_ACCESS_LOCAL_WRITE : 0;
-
-			len += sge[i].length;
-			if (sge[i].length &&
-			    mbcf_mr_check(dev, qp->ibqp.pd, sge[i].lkey,
-					  sge[i].addr, sge[i].length, need))
-				return IB_WC_LOC_PROT_ERR;
-		}
-	}
-	if (len > MBCF_MAX_MSG_SIZE)
-		return IB_WC_LOC_LEN_ERR;
-	if ((wr->op == MBCF_OP_CMP_SWAP || wr->op == MBCF_OP_FETCH_ADD) && len != 8)
-		return IB_WC_LOC_LEN_ERR;
-
-	wr->len = len;
-	wr->raddr = w->remote_addr;
-	wr->rkey = w->rkey;
-	wr->imm = be32_to_cpu((__force __be32)w->imm_data_be);
-	if (wr->op == MBCF_OP_CMP_SWAP) {
-		wr->compare = w->compare_add;
-		wr->swap_add = w->swap;
-	} else {
-		wr->swap_add = w->compare_add;
-	}
-	if (w->send_flags & IB_SEND_SOLICITED)
-		wr->flags |= MBCF_F_SOLICITED;
-	if (w->send_flags & IB_SEND_FENCE)
-		wr->flags |= MBCF_WR_FENCE;
-	return IB_WC_SUCCESS;
-}
-
-static enum ib_wc_opcode mbcf_qp_wc_opcode(u32 uverbs_op)
-{
-	switch (uverbs_op) {
-	case IB_UVERBS_WR_RDMA_WRITE:
-	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
-		return IB_WC_RDMA_WRITE;
-	case IB_UVERBS_WR_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
-		return IB_WC_COMP_SWAP;
-	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
-		return IB_WC_FETCH_ADD;
-	default:
-		return IB_WC_SEND;
-	}
-}
-
-enum ib_wc_opcode mbcf_qp_send_wc_opcode(struct mbcf_qp *qp, u64 cookie)
-{
-	return mbcf_qp_wc_opcode(mbcf_qp_sq_wqe(qp, cookie)->opcode);
-}
-
-/*
- * Copy send WQEs out of the ring and queue them in the core.  A WQE's slot
- * stays taken until it completes (proto.c releases it), so the provider
- * sees the ring full exactly when max_send_wr requests are outstanding.
- * Returns true if any was queued.
- *
- * When the ring is empty we tell the provider to ring the doorbell next
- * time, unless requests are still outstanding: then an acknowledgement or
- * the connection timer is bound to come and settle the QP again, and that
- * pulls whatever was posted meanwhile.  A streaming sender thus costs no
- * system call per work request, only one when its pipeline has drained.
- */
-static bool mbcf_qp_pull_sq(struct mbcf_qp *qp)
-{
-	bool queued = false, corrupt;
-	struct mbcf_send_wqe *w;
-	struct mbcf_wr wr;
-	enum ib_wc_status st;
-	void *e;
-
-	for (;;) {
-		e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
-		if (unlikely(corrupt)) {
-			qp->conn_failed = IB_WC_LOC_QP_OP_ERR;
-			break;
-		}
-		if (!e) {
-			if (qp->conn.state == MBCF_CONN_RTS &&
-			    mbcf_conn_outstanding(&qp->conn))
-				break;
-			if (mbcf_ring_consumer_idle(&qp->sq))
-				break;
-			continue;
-		}
-		w = mbcf_qp_sq_wqe(qp, qp->sq.rd);
-		memcpy(w, e, qp->sq.stride);
-
-		st = mbcf_qp_parse_wqe(qp, w, &wr);
-		if (st == IB_WC_SUCCESS) {
-			wr.cookie = qp->sq.rd;
-			if (WARN_ON_ONCE(mbcf_conn_enqueue(&qp->conn, &wr)))
-				st = IB_WC_LOC_QP_OP_ERR;
-		}
-		if (st != IB_WC_SUCCESS) {
-			/* Left in the ring: see mbcf_qp_fail_wqe(). */
-			qp->failed_status = st;
-			qp->failed_valid = true;
-			break;
-		}
-		mbcf_ring_read_next(&qp->sq);
-		queued = true;
-	}
-	return queued;
-}
-
-/*
- * A WQE failed local checks: it waits at the ring's read cursor until every
- * request before it has completed normally, then completes with its own
- * status, and the QP goes to error (what follows is flushed).  If the QP
- * failed meanwhile for another reason, it is simply flushed.
- */
-static void mbcf_qp_fail_wqe(struct mbcf_qp *qp)
-{
-	enum ib_wc_status st = qp->failed_status;
-	struct mbcf_send_wqe w;
-	bool corrupt;
-	void *e;
-
-	qp->failed_valid = false;
-	if (qp->conn.state != MBCF_CONN_RTS)
-		st = IB_WC_WR_FLUSH_ERR;
-	e = mbcf_ring_consume_slot(&qp->sq, &corrupt);
-	if (e) {
-		memcpy(&w, e, sizeof(w));
-		mbcf_ring_consume(&qp->sq);
-		mbcf_qp_push_send(qp, &w, st, mbcf_qp_wc_opcode(w.opcode));
-	}
-	mbcf_qp_to_error(qp);
-}
-
-/*
- * After every call into the core (and on doorbells): act on what the
- * callbacks recorded, then feed the core from the send ring.
- */
-void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
-{
-	if (qp->state == IB_QPS_RTS && !qp->failed_valid && mbcf_qp_pull_sq(qp))
+	if (qp->state == IB_QPS_RTS && !(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
+	    mbcf_wr_pull_sq(qp) > 0 && !qp->ud) {
 		mbcf_conn_kick(&qp->conn, now);
-
-	if (unlikely(qp->failed_valid) &&
-	    (qp->conn.state != MBCF_CONN_RTS || !mbcf_conn_outstanding(&qp->conn)))
-		mbcf_qp_fail_wqe(qp);
-	if (unlikely(qp->conn_failed)) {
-		qp->conn_failed = 0;
-		mbcf_qp_to_error(qp);
+		/*
+		 * Local requests and UC messages can all complete within the
+		 * kick, and then no ACK or timer comes to pull the ring again:
+		 * pull now, so an empty ring is marked idle (the next post
+		 * rings the doorbell); requests posted meanwhile are kicked
+		 * from process context.
+		 */
+		if (!(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
+		    !mbcf_conn_outstanding(&qp->conn) &&
+		    mbcf_wr_pull_sq(qp) > 0)
+			mbcf_qp_defer(qp);
 	}
-	if (qp->state == IB_QPS_ERR)
-		mbcf_qp_flush_rings(qp);
+	if (unlikely(qp->pend & MBCF_QP_PEND_WQE) &&
+	    !mbcf_conn_outstanding(&qp->conn))
+		mbcf_wr_fail_head(qp);
+	if (unlikely(qp->pend & (MBCF_QP_PEND_ERROR | MBCF_QP_PEND_FATAL)))
+		mbcf_qp_to_error(qp);
+	if (qp->state == IB_QPS_ERR && mbcf_wr_flush(qp))
+		mbcf_qp_defer(qp);
+}
+
+/* Let the core send what it held back, then settle. */
+static void mbcf_qp_kick(struct mbcf_qp *qp)
+{
+	u64 now = mbcf_proto_now();
+
+	if (!qp->dying && qp->conn.state == MBCF_CONN_RTS)
+		mbcf_conn_kick(&qp->conn, now);
+	mbcf_qp_settle(qp, now);
+}
+
+/*
+ * Drop qp->lock and hand the frames the core queued under it to the netdev.
+ * One context at a time sends (tx_owner) and also sends what others queue
+ * meanwhile, so frames leave in the order they were built.  When the core
+ * held frames back (a burst was queued), @task contexts (process context)
+ * kick it and go on sending; softirq contexts leave that to tx_work, so
+ * a frame received never costs more than a burst.
+ */
+static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
+{
+	struct sk_buff_head batch;
+	u8 events;
+
+	__skb_queue_head_init(&batch);
+	while (!qp->tx_owner && !skb_queue_empty(&qp->txq)) {
+		qp->tx_owner = true;
+		skb_queue_splice_init(&qp->txq, &batch);
+		spin_unlock_bh(&qp->lock);
+		mbcf_net_send(qp, &batch);
+		if (task)
+			cond_resched();
+		spin_lock_bh(&qp->lock);
+		qp->tx_owner = false;
+		if (!qp->conn.tx_busy)
+			continue;
+		if (!task) {
+			mbcf_qp_defer(qp);
+			break;
+		}
+		mbcf_qp_kick(qp);
+	}
+	events = qp->dying ? 0 : qp->pend & MBCF_QP_PEND_EVENTS;
+	qp->pend &= ~MBCF_QP_PEND_EVENTS;
+	spin_unlock_bh(&qp->lock);
+	if (unlikely(events))
+		mbcf_qp_raise(qp, events);
+}
+
+/*
+ * What a lock holder in softirq left for process context, and a kernel
+ * consumer's posts (which may have been receives: GO after a STOP).
+ */
+static void mbcf_qp_tx_work(struct work_struct *work)
+{
+	struct mbcf_qp *qp = container_of(work, struct mbcf_qp, tx_work);
+
+	spin_lock_bh(&qp->lock);
+	if (qp->kernel && !qp->dying && qp->conn.state == MBCF_CONN_RTS)
+		mbcf_conn_recv_posted(&qp->conn, mbcf_proto_now());
+	mbcf_qp_kick(qp);
+	mbcf_qp_unlock(qp, true);
+}
+
+static enum hrtimer_restart mbcf_qp_timer(struct hrtimer *t)
+{
+	struct mbcf_qp *qp = container_of(t, struct mbcf_qp, timer);
+	u64 now = mbcf_proto_now();
+
+	spin_lock_bh(&qp->lock);
+	if (!qp->dying && qp->conn.state == MBCF_CONN_RTS) {
+		mbcf_conn_timeout(&qp->conn, now);
+		mbcf_qp_settle(qp, now);
+	}
+	mbcf_qp_unlock(qp, false);
+	return HRTIMER_NORESTART;
+}
+
+/* ---- lookup by QP number ------------------------------------------------------ */
+
+static void mbcf_qp_ref_put(struct mbcf_qp_ref *ref)
+{
+	if (refcount_dec_and_test(&ref->users))
+		complete(&ref->idle);
+}
+
+/*
+ * A parsed frame from the wire (NET_RX softirq).  It must name a QP of
+ * this device that is past INIT and connected to the frame's sender.
+ */
+void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
+		const u8 *src_mac)
+{
+	struct mbcf_qp_ref *ref;
+	struct mbcf_qp *qp;
+	bool owed = false;
+	u64 now;
+
+	rcu_read_lock();
+	ref = xa_load(&dev->qp_xa, f->dst_qpn);
+	if (ref && !refcount_inc_not_zero(&ref->users))
+		ref = NULL;	/* being destroyed */
+	rcu_read_unlock();
+	if (unlikely(!ref)) {
+		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
+		return;
+	}
+	qp = ref->qp;
+
+	spin_lock_bh(&qp->lock);
+	/*
+	 * A conn in ERROR still answers (a lost NAK is repeated).  The core
+	 * checks (and counts) the QP numbers; only the MAC is ours to check.
+	 * A datagram may come from anyone, to a UD QP past INIT.
+	 */
+	if (unlikely(qp->ud || f->op == MBCF_OP_DGRAM)) {
+		if (qp->ud && f->op == MBCF_OP_DGRAM && !qp->dying &&
+		    (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS)) {
+			mbcf_dgram_rx(&qp->dgram, f);
+			mbcf_qp_settle(qp, mbcf_proto_now());
+		} else {
+			this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
+		}
+	} else if (unlikely(qp->dying || qp->conn.state == MBCF_CONN_RESET ||
+			    !ether_addr_equal(src_mac, qp->dmac))) {
+		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
+	} else {
+		now = mbcf_proto_now();
+		owed = mbcf_conn_rx_hold_ack(&qp->conn, f, now);
+		mbcf_qp_settle(qp, now);
+	}
+	mbcf_qp_unlock(qp, false);
+	/*
+	 * The ACK goes out only now, if still owed: a doorbell that was
+	 * spinning on the lock -- in a ping-pong, the application reacting
+	 * to the data just placed -- got it first, and its frame carries the
+	 * acknowledgement.  Saves an ACK frame each way, and shortens the
+	 * time the lock is held after the data became visible.
+	 */
+	if (owed) {
+		spin_lock_bh(&qp->lock);
+		mbcf_qp_kick(qp);
+		mbcf_qp_unlock(qp, false);
+	}
+	mbcf_qp_ref_put(ref);
+}
+
+/*
+ * Counters of the live QPs (stats.c adds the device's and the retired
+ * ones).  A QP being destroyed is skipped: its counters are retired.
+ */
+void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum)
+{
+	struct mbcf_qp_ref *ref;
+	unsigned long idx;
+
+	rcu_read_lock();
+	xa_for_each(&dev->qp_xa, idx, ref) {
+		if (!refcount_inc_not_zero(&ref->users))
+			continue;
+		spin_lock_bh(&ref->qp->lock);
+		if (!ref->qp->dying) {
+			mbcf_counters_add(sum, &ref->qp->conn.ctr);
+			mbcf_counters_add(sum, &ref->qp->dgram.ctr);
+		}
+		spin_unlock_bh(&ref->qp->lock);
+		mbcf_qp_ref_put(ref);
+	}
+	rcu_read_unlock();
 }
 
 /* ---- doorbells ------------------------------------------------------- */
@@ -315,15 +294,21 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 
-	/* User QPs only: work requests arrive through the ring. */
+	if (qp->kernel) {
+		int err = mbcf_wr_kpost_send(qp, wr, bad_wr);
+
+		mbcf_qp_defer(qp);	/* those before a failed one are posted */
+		return err;
+	}
+	/* A user QP's requests arrive through its ring: this is a doorbell. */
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
 	}
 	spin_lock_bh(&qp->lock);
-	mbcf_ring_consumer_busy(&qp->sq);
+	mbcf_ring_consumer_busy(&qp->sq.ring);
 	mbcf_qp_settle(qp, mbcf_proto_now());
-	mbcf_net_unlock(qp, true);
+	mbcf_qp_unlock(qp, true);
 	return 0;
 }
 
@@ -333,27 +318,69 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	u64 now = mbcf_proto_now();
 
-	if (wr) {
+	if (qp->kernel) {
+		int err = mbcf_wr_kpost_recv(qp, wr, bad_wr);
+
+		mbcf_qp_defer(qp);
+		return err;
+	}
+	if (wr || qp->srq) {	/* no receive queue of its own with an SRQ */
 		*bad_wr = wr;
-		return -EOPNOTSUPP;
+		return wr ? -EOPNOTSUPP : -EINVAL;
 	}
 	spin_lock_bh(&qp->lock);
-	mbcf_ring_consumer_busy(&qp->rq);
+	mbcf_ring_consumer_busy(&qp->rq.ring);
 	if (qp->conn.state == MBCF_CONN_RTS)
 		mbcf_conn_recv_posted(&qp->conn, now);	/* GO after a STOP */
 	mbcf_qp_settle(qp, now);
-	mbcf_net_unlock(qp, true);
+	mbcf_qp_unlock(qp, true);
 	return 0;
+}
+
+/*
+ * Receives were posted to @qp's SRQ (srq.c): GO if we sent STOP.  Or its
+ * ring broke: a QP that takes receives from it fails.
+ */
+void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken)
+{
+	u64 now = mbcf_proto_now();
+
+	spin_lock_bh(&qp->lock);
+	if (srq_broken) {
+		if (!qp->dying && qp->state != IB_QPS_RESET &&
+		    qp->state != IB_QPS_ERR)
+			qp->pend |= MBCF_QP_PEND_FATAL;
+	} else if (!qp->dying && qp->conn.state == MBCF_CONN_RTS) {
+		mbcf_conn_recv_posted(&qp->conn, now);
+	}
+	mbcf_qp_settle(qp, now);
+	mbcf_qp_unlock(qp, true);
 }
 
 /* ---- create / destroy -------------------------------------------------- */
 
-static int mbcf_qp_check_init(struct ib_qp_init_attr *init)
+static int mbcf_qp_check_init(struct ib_qp_init_attr *init, bool kernel)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:	/* the MAD layer's QP1, a kernel consumer */
+		if (!kernel || init->port_num != 1)
+			return -EOPNOTSUPP;
+		break;
+	default:
 		return -EOPNOTSUPP;
+	}
+	if (init->create_flags || (init->srq && init->qp_type == IB_QPT_GSI))
+		return -EOPNOTSUPP;
+	if (init->srq) {	/* verbs: the receive queue's caps are ignored */
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	if (cap->max_send_wr > MBCF_MAX_QP_WR || cap->max_recv_wr > MBCF_MAX_QP_WR ||
 	    cap->max_send_sge > MBCF_MAX_SGE || cap->max_recv_sge > MBCF_MAX_SGE ||
 	    cap->max_inline_data > MBCF_MAX_INLINE)
@@ -385,54 +412,77 @@ static void mbcf_qp_size(struct ib_qp_cap *cap, u32 *sq_n, u32 *sq_stride,
 
 static void mbcf_qp_free_mem(struct mbcf_qp *qp)
 {
-	mbcf_umap_remove(qp->sq_umap);
-	mbcf_umap_remove(qp->rq_umap);
-	kvfree(qp->sq_copy);
-	kvfree(qp->rq_copy);
+	mbcf_wr_free(&qp->sq);
+	mbcf_wr_free(&qp->rq);
+	kfree(qp->srq_wr);
 	kvfree(qp->req_msgs);
 	kfree(qp->resp_msgs);
 }
 
+/* Everything a QP needs, charged to the creating process's memory cgroup. */
 static int mbcf_qp_alloc_mem(struct mbcf_qp *qp, struct ib_ucontext *uctx,
-			     u32 sq_n, u32 sq_stride, u32 rq_n, u32 rq_stride)
+			     const struct ib_qp_cap *cap, u32 sq_n, u32 sq_stride,
+			     u32 rq_n, u32 rq_stride)
 {
-	qp->sq_umap = mbcf_umap_create(uctx, MBCF_RING_ENTRIES_OFF + (size_t)sq_n * sq_stride);
-	if (IS_ERR(qp->sq_umap))
-		goto err;
-	qp->rq_umap = mbcf_umap_create(uctx, MBCF_RING_ENTRIES_OFF + (size_t)rq_n * rq_stride);
-	if (IS_ERR(qp->rq_umap))
-		goto err;
-	mbcf_ring_init(&qp->sq, qp->sq_umap->buf, sq_n, sq_stride, 0);
-	mbcf_ring_init(&qp->rq, qp->rq_umap->buf, rq_n, rq_stride, 0);
-	/* Idle from the start: the first posts must ring the doorbell. */
-	mbcf_ring_consumer_idle(&qp->sq);
-	mbcf_ring_consumer_idle(&qp->rq);
+	int err;
 
-	qp->sq_copy = kvcalloc(sq_n, sq_stride, GFP_KERNEL);
-	qp->rq_copy = kvcalloc(rq_n, rq_stride, GFP_KERNEL);
-	qp->req_msgs = kvcalloc(sq_n, sizeof(*qp->req_msgs), GFP_KERNEL);
+	err = mbcf_wr_alloc(&qp->sq, uctx, true, sq_n, sq_stride,
+			    cap->max_send_sge, cap->max_inline_data);
+	if (err)
+		return err;
+	if (qp->srq)
+		err = mbcf_wr_alloc_srq_slot(qp);
+	else
+		err = mbcf_wr_alloc(&qp->rq, uctx, false, rq_n, rq_stride,
+				    cap->max_recv_sge, 0);
+	if (err)
+		goto err_free;
+	qp->req_msgs = kvcalloc(sq_n, sizeof(*qp->req_msgs), MBCF_GFP_OBJ);
 	qp->resp_size = MBCF_QP_RESP_SLOTS;
-	qp->resp_msgs = kcalloc(qp->resp_size, sizeof(*qp->resp_msgs), GFP_KERNEL);
-	if (!qp->sq_copy || !qp->rq_copy || !qp->req_msgs || !qp->resp_msgs)
-		goto err;
+	qp->resp_msgs = kcalloc(qp->resp_size, sizeof(*qp->resp_msgs),
+				MBCF_GFP_OBJ);
+	err = -ENOMEM;
+	if (!qp->req_msgs || !qp->resp_msgs)
+		goto err_free;
 	return 0;
 
-err:
-	if (IS_ERR(qp->sq_umap))
-		qp->sq_umap = NULL;
-	if (IS_ERR(qp->rq_umap))
-		qp->rq_umap = NULL;
+err_free:
 	mbcf_qp_free_mem(qp);
-	return -ENOMEM;
+	return err;
 }
 
-static void mbcf_qp_ring_info(struct mbcf_ring_info *ri, struct mbcf_umap *m,
-			      const struct mbcf_ring_end *r)
+static void mbcf_qp_ring_info(struct mbcf_ring_info *ri, const struct mbcf_wq *q)
 {
-	ri->mmap_offset = mbcf_umap_offset(m);
-	ri->mmap_len = m->len;
-	ri->num_entries = r->mask + 1;
-	ri->stride = r->stride;
+	if (!q->umap)
+		return;		/* no ring (an SRQ's QP): 0 entries */
+	ri->mmap_offset = mbcf_umap_offset(q->umap);
+	ri->mmap_len = q->umap->len;
+	ri->num_entries = q->ring.mask + 1;
+	ri->stride = q->ring.stride;
+}
+
+/*
+ * The QP's number: 1 for the GSI QP (QP1, one per device), else the next
+ * free one from 2 (0 and 1 are special in verbs; 24 bits on the wire).
+ * Reserved now, published when the QP is fully built.
+ */
+static int mbcf_qp_alloc_qpn(struct mbcf_dev *dev, struct ib_qp *ibqp)
+{
+	u32 qpn;
+	int err;
+
+	if (ibqp->qp_type == IB_QPT_GSI) {
+		err = xa_insert(&dev->qp_xa, 1, NULL, GFP_KERNEL);
+		qpn = 1;
+	} else {
+		err = xa_alloc_cyclic(&dev->qp_xa, &qpn, NULL,
+				      XA_LIMIT(2, MBCF_QPN_MASK), &dev->qp_next,
+				      GFP_KERNEL);
+	}
+	if (err < 0)
+		return err;
+	ibqp->qp_num = qpn;
+	return 0;
 }
 
 int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -441,15 +491,13 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct mbcf_dev *dev = to_mbcf_dev(ibqp->device);
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	struct mbcf_create_qp_resp resp = {};
-	struct mbcf_ucontext *uc;
-	u32 sq_n, sq_stride, rq_n, rq_stride, qpn;
+	struct mbcf_ucontext *uc = NULL;
+	u32 sq_n, sq_stride, rq_n, rq_stride;
 	int err;
 
-	if (!udata)
-		return -EOPNOTSUPP;	/* user-space QPs only */
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	err = mbcf_qp_check_init(init);
+	err = mbcf_qp_check_init(init, !udata);
 	if (err)
 		return err;
 	if (atomic_inc_return(&dev->qp_count) > MBCF_MAX_QP) {
@@ -458,66 +506,101 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	qp->dev = dev;
+	qp->id = atomic64_inc_return(&dev->qp_ids);
+	qp->kernel = !udata;
+	qp->ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
 	spin_lock_init(&qp->lock);
-	mbcf_net_qp_init(qp);
+	spin_lock_init(&qp->klock);
+	skb_queue_head_init(&qp->txq);
+	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	mbcf_qp_default_attrs(qp);
 	hrtimer_init(&qp->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
-	qp->timer.function = mbcf_proto_timer;
+	qp->timer.function = mbcf_qp_timer;
 
 	mbcf_qp_size(&init->cap, &sq_n, &sq_stride, &rq_n, &rq_stride);
-	qp->max_send_sge = init->cap.max_send_sge;
-	qp->max_recv_sge = init->cap.max_recv_sge;
 	qp->max_inline = init->cap.max_inline_data;
-
-	uc = rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
-	err = mbcf_qp_alloc_mem(qp, &uc->ibuc, sq_n, sq_stride, rq_n, rq_stride);
-	if (err)
+	if (init->srq) {
+		qp->srq = to_mbcf_srq(init->srq);
+		init->cap.max_recv_wr = 0;
+		init->cap.max_recv_sge = 0;
+	}
+	qp->ref = kzalloc(sizeof(*qp->ref), MBCF_GFP_OBJ);
+	if (!qp->ref) {
+		err = -ENOMEM;
 		goto err_count;
+	}
+	qp->ref->qp = qp;
+	refcount_set(&qp->ref->users, 1);
+	init_completion(&qp->ref->idle);
 
-	/* QPN 0 and 1 are special in verbs; 24 bits on the wire. */
-	err = xa_alloc_cyclic(&dev->qp_xa, &qpn, NULL, XA_LIMIT(2, MBCF_QPN_MASK),
-			      &dev->qp_next, GFP_KERNEL);
-	if (err < 0)
-		goto err_mem;
-	ibqp->qp_num = qpn;
-
-	mbcf_qp_ring_info(&resp.sq, qp->sq_umap, &qp->sq);
-	mbcf_qp_ring_info(&resp.rq, qp->rq_umap, &qp->rq);
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (udata)
+		uc = rdma_udata_to_drv_context(udata, struct mbcf_ucontext, ibuc);
+	err = mbcf_qp_alloc_mem(qp, uc ? &uc->ibuc : NULL, &init->cap, sq_n,
+				sq_stride, rq_n, rq_stride);
 	if (err)
-		goto err_xa;
+		goto err_ref;
+	/* a kernel consumer's posts produce into the rings from here */
+	qp->ksq = qp->sq.ring;
+	qp->krq = qp->rq.ring;	/* unused with an SRQ */
+
+	err = mbcf_qp_alloc_qpn(dev, ibqp);
+	if (err)
+		goto err_mem;
+	if (udata) {
+		mbcf_qp_ring_info(&resp.sq, &qp->sq);
+		mbcf_qp_ring_info(&resp.rq, &qp->rq);
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
 	/* Visible to the receive path only now, fully built (RCU). */
-	xa_store(&dev->qp_xa, qpn, qp, GFP_KERNEL);
+	xa_store(&dev->qp_xa, ibqp->qp_num, qp->ref, GFP_KERNEL);
+	if (qp->srq)
+		mbcf_srq_attach(qp->srq, qp);
 	return 0;
 
 err_xa:
-	xa_erase(&dev->qp_xa, qpn);
+	xa_erase(&dev->qp_xa, ibqp->qp_num);
 err_mem:
 	mbcf_qp_free_mem(qp);
+err_ref:
+	kfree(qp->ref);
 err_count:
 	atomic_dec(&dev->qp_count);
 	return err;
 }
 
+/*
+ * Also called for every QP of a process that died or of a device being
+ * removed; must not fail.  After it returns no context uses the QP: the
+ * frames in flight to it have dropped their references, the timer and the
+ * transmit work are cancelled, and user space may only keep a dead ring.
+ */
 int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	struct mbcf_dev *dev = qp->dev;
 
+	if (qp->srq)	/* no SRQ doorbell wakes it from here on */
+		mbcf_srq_detach(qp->srq, qp);
 	spin_lock_bh(&qp->lock);
 	qp->dying = true;
 	if (qp->conn.state != MBCF_CONN_RESET)
 		mbcf_conn_flush(&qp->conn);
-	mbcf_net_unlock(qp, true);	/* sends the ACK the flush may owe */
+	mbcf_qp_unlock(qp, true);	/* sends the ACK the flush may owe */
 
 	hrtimer_cancel(&qp->timer);
+	cancel_work_sync(&qp->tx_work);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
-	synchronize_rcu();	/* no frame handler still holds qp */
-	mbcf_net_qp_purge(qp);	/* nothing should be left; never leak */
-	mbcf_stats_retire(dev, &qp->conn.ctr);
+	mbcf_qp_ref_put(qp->ref);
+	wait_for_completion(&qp->ref->idle);
+	kfree_rcu(qp->ref, rcu);	/* lookups may still read it */
 
+	__skb_queue_purge(&qp->txq);	/* nothing should be left; never leak */
+	mbcf_stats_retire(dev, &qp->conn.ctr);
+	mbcf_stats_retire(dev, &qp->dgram.ctr);
 	mbcf_qp_free_mem(qp);
 	atomic_dec(&dev->qp_count);
 	return 0;
@@ -553,21 +636,36 @@ static u64 mbcf_qp_rto_ns(u8 timeout)
 	return 4096ull << min_t(u8, timeout, 31);
 }
 
-static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
-			      int mask)
+/* All or nothing: nothing of a modify_qp is applied unless all of it is valid. */
+static int mbcf_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_PKEY_INDEX && attr->pkey_index) ||
+	    (mask & IB_QP_PORT && attr->port_num != 1) ||
+	    (mask & IB_QP_MAX_DEST_RD_ATOMIC &&
+	     attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MAX_QP_RD_ATOMIC &&
+	     attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC) ||
+	    (mask & IB_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IB_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IB_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IB_QP_RNR_RETRY && attr->rnr_retry > 7))
+		return -EINVAL;
+	return 0;
+}
+
+static void mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
 {
 	struct ib_qp_attr *a = &qp->attr;
 
 	if (mask & IB_QP_ACCESS_FLAGS)
 		a->qp_access_flags = attr->qp_access_flags;
-	if (mask & IB_QP_PKEY_INDEX && attr->pkey_index)
-		return -EINVAL;
-	if (mask & IB_QP_PORT && attr->port_num != 1)
-		return -EINVAL;
 	if (mask & IB_QP_PATH_MTU)
 		a->path_mtu = attr->path_mtu;
 	if (mask & IB_QP_AV) {
 		a->ah_attr = attr->ah_attr;
+		/* a reference the core holds only during modify_qp */
+		a->ah_attr.grh.sgid_attr = NULL;
 		memcpy(qp->dmac, rdma_ah_retrieve_dmac(&attr->ah_attr), ETH_ALEN);
 	}
 	if (mask & IB_QP_DEST_QPN)
@@ -576,25 +674,20 @@ static int mbcf_qp_save_attrs(struct mbcf_qp *qp, struct ib_qp_attr *attr,
 		a->rq_psn = attr->rq_psn & MBCF_PSN_MASK;
 	if (mask & IB_QP_SQ_PSN)
 		a->sq_psn = attr->sq_psn & MBCF_PSN_MASK;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		if (attr->max_dest_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	}
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		if (attr->max_rd_atomic > MBCF_MAX_RD_ATOMIC)
-			return -EINVAL;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
 		a->max_rd_atomic = attr->max_rd_atomic;
-	}
 	if (mask & IB_QP_MIN_RNR_TIMER)
-		a->min_rnr_timer = attr->min_rnr_timer & 31;
+		a->min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IB_QP_TIMEOUT)
 		a->timeout = attr->timeout;
 	if (mask & IB_QP_RETRY_CNT)
-		a->retry_cnt = min_t(u8, attr->retry_cnt, 7);
+		a->retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
-		a->rnr_retry = min_t(u8, attr->rnr_retry, 7);
-	return 0;
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
 }
 
 /* The core's view of the connection, from the verbs attributes. */
@@ -617,6 +710,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->max_dest_rd_atomic = clamp_t(u32, a->max_dest_rd_atomic, 1, qp->resp_size);
 	cfg->rto_ns = mbcf_qp_rto_ns(a->timeout);
 	cfg->min_rnr_ns = (u64)mbcf_qp_rnr_us[a->min_rnr_timer] * NSEC_PER_USEC;
+	cfg->uc = qp->ibqp.qp_type == IB_QPT_UC;
 }
 
 static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
@@ -628,29 +722,40 @@ static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)
 	case IB_QPS_RESET:
 		if (qp->conn.state != MBCF_CONN_RESET)
 			mbcf_conn_flush(&qp->conn);
-		/* Discard what the rings hold, as a reset QP has no WQEs. */
-		/* Consume, never rewind: the provider keeps its own index. */
-		qp->sq.idx = mbcf_ring_load_acquire(mbcf_ring_prod(&qp->sq));
-		qp->rq.idx = mbcf_ring_load_acquire(mbcf_ring_prod(&qp->rq));
-		mbcf_ring_store_release(mbcf_ring_cons(&qp->sq), qp->sq.idx);
-		mbcf_ring_store_release(mbcf_ring_cons(&qp->rq), qp->rq.idx);
-		qp->sq.rd = qp->sq.idx;
-		qp->rq.rd = qp->rq.idx;
-		qp->failed_valid = false;
+		/*
+		 * The next RTR starts a connection with zeroed counters
+		 * (mbcf_conn_init): what this one counted stays in the
+		 * device's totals, or rx_frames would outgrow its verdicts.
+		 */
+		mbcf_stats_retire(qp->dev, &qp->conn.ctr);
+		memset(&qp->conn.ctr, 0, sizeof(qp->conn.ctr));
+		mbcf_stats_retire(qp->dev, &qp->dgram.ctr);
+		memset(&qp->dgram, 0, sizeof(qp->dgram));
+		mbcf_wr_reset(qp);	/* a reset QP has no requests */
 		mbcf_qp_default_attrs(qp);
 		break;
 	case IB_QPS_INIT:
 		break;
 	case IB_QPS_RTR:
+		if (qp->ud) {	/* datagrams are taken from now on */
+			if (mbcf_dgram_init(&qp->dgram, qp->ibqp.qp_num,
+					    qp->attr.qkey,
+					    READ_ONCE(qp->dev->ndev->mtu),
+					    &mbcf_proto_ops, qp))
+				return -EINVAL;
+			break;
+		}
 		/* The receive side starts now; the send side at RTS. */
 		mbcf_qp_conn_cfg(qp, &cfg);
 		err = mbcf_conn_init(&qp->conn, &cfg, &mbcf_proto_ops, qp,
-				     qp->req_msgs, qp->sq.mask + 1,
+				     qp->req_msgs, qp->sq.ring.mask + 1,
 				     qp->resp_msgs, qp->resp_size);
 		if (err)
 			return -EINVAL;
 		break;
 	case IB_QPS_RTS:
+		if (qp->ud)
+			break;
 		mbcf_qp_conn_cfg(qp, &cfg);
 		if (mbcf_conn_set_send(&qp->conn, &cfg))
 			return -EINVAL;
@@ -670,6 +775,8 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
 	enum ib_qp_state cur, next;
+	struct ib_qp_attr saved;
+	u8 saved_dmac[ETH_ALEN];
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -684,19 +791,27 @@ int mbcf_qp_modify(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	next = mask & IB_QP_STATE ? attr->qp_state : cur;
 	err = -EINVAL;
 	if (cur != qp->state ||
-	    !ib_modify_qp_is_ok(cur, next, IB_QPT_RC, mask))
+	    !ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask))
 		goto out;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && cur != IB_QPS_INIT)
 		goto out;	/* the responder ring is sized at RTR */
-	err = mbcf_qp_save_attrs(qp, attr, mask);
+	err = mbcf_qp_check_attrs(attr, mask);
 	if (err)
 		goto out;
+	saved = qp->attr;
+	memcpy(saved_dmac, qp->dmac, ETH_ALEN);
+	mbcf_qp_save_attrs(qp, attr, mask);
 	if (next != cur || next == IB_QPS_RESET)
 		err = mbcf_qp_transition(qp, next);
+	if (err) {	/* the transition refused: nothing changes */
+		qp->attr = saved;
+		qp->dest_qpn = saved.dest_qp_num;
+		memcpy(qp->dmac, saved_dmac, ETH_ALEN);
+	}
 	if (!err)
 		mbcf_qp_settle(qp, mbcf_proto_now());
 out:
-	mbcf_net_unlock(qp, true);
+	mbcf_qp_unlock(qp, true);
 	return err;
 }
 
@@ -709,17 +824,18 @@ int mbcf_qp_query(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	*attr = qp->attr;
 	attr->qp_state = attr->cur_qp_state = qp->state;
 	attr->port_num = 1;
-	attr->cap.max_send_wr = qp->sq.mask + 1;
-	attr->cap.max_recv_wr = qp->rq.mask + 1;
-	attr->cap.max_send_sge = qp->max_send_sge;
-	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_send_wr = qp->sq.ring.mask + 1;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.ring.mask + 1;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 	spin_unlock_bh(&qp->lock);
 
 	memset(init, 0, sizeof(*init));
-	init->qp_type = IB_QPT_RC;
+	init->qp_type = qp->ibqp.qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	return 0;

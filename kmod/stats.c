@@ -28,8 +28,6 @@ void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c)
 
 static void mbcf_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum)
 {
-	struct mbcf_qp *qp;
-	unsigned long idx;
 	int cpu;
 
 	memset(sum, 0, sizeof(*sum));
@@ -38,15 +36,7 @@ static void mbcf_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum)
 	spin_lock_bh(&dev->retired_lock);
 	mbcf_counters_add(sum, &dev->retired);
 	spin_unlock_bh(&dev->retired_lock);
-
-	rcu_read_lock();
-	xa_for_each(&dev->qp_xa, idx, qp) {
-		spin_lock_bh(&qp->lock);
-		if (!qp->dying)
-			mbcf_counters_add(sum, &qp->conn.ctr);
-		spin_unlock_bh(&qp->lock);
-	}
-	rcu_read_unlock();
+	mbcf_qp_stats_sum(dev, sum);
 }
 
 static struct rdma_hw_stats *mbcf_stats_alloc(struct ib_device *ibdev,

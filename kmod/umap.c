@@ -2,10 +2,19 @@
 /*
  * Kernel buffers that user space mmap()s: the CQ, SQ and RQ rings.
  *
- * The buffer belongs to its rdma_user_mmap_entry, not to the CQ or QP: a
- * process may keep the mapping after destroying the object, so the memory
- * is freed only by mbcf_umap_free() once the entry is removed and the last
- * mapping is gone.
+ * A buffer is a set of pages, mapped into the kernel with vmap() and into
+ * the process by inserting the same pages into its VMA.  The pages are
+ * charged to the creating process's memory cgroup and allocated without
+ * retrying hard, so a process that creates objects until memory runs out
+ * gets ENOMEM from its own limit instead of the OOM killer taking others.
+ *
+ * The buffer belongs to its rdma_user_mmap_entry, not to the CQ or QP: it
+ * is freed by mbcf_umap_free() once the entry is removed (object destroyed
+ * or device gone).  A mapping the process still holds keeps its own page
+ * references, so it stays valid memory that the kernel no longer reads.
+ *
+ * Kernel consumers' objects (no user context) use the same buffers with no
+ * mmap entry: mbcf_umap_remove() frees them at once.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -13,35 +22,64 @@
 
 #include "mbcf.h"
 
+#define MBCF_UMAP_GFP	(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NORETRY | \
+			 __GFP_NOWARN)
+
 static struct mbcf_umap *to_umap(struct rdma_user_mmap_entry *e)
 {
 	return container_of(e, struct mbcf_umap, rdma);
 }
 
-/* A zeroed, page-rounded buffer of at least @len bytes, offered to mmap. */
+static void mbcf_umap_release(struct mbcf_umap *m)
+{
+	unsigned int i;
+
+	if (m->buf)
+		vunmap(m->buf);
+	for (i = 0; m->pages && i < m->npages && m->pages[i]; i++)
+		put_page(m->pages[i]);
+	kvfree(m->pages);
+	kfree(m);
+}
+
+/*
+ * A zeroed, page-rounded buffer of at least @len bytes, offered to mmap in
+ * @uctx (NULL: a kernel consumer's, never mapped).
+ */
 struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len)
 {
 	struct mbcf_umap *m;
+	unsigned int i;
 	int err;
 
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	m = kzalloc(sizeof(*m), MBCF_GFP_OBJ);
 	if (!m)
 		return ERR_PTR(-ENOMEM);
 	m->len = PAGE_ALIGN(len);
-	m->buf = vmalloc_user(m->len);
-	if (!m->buf) {
-		err = -ENOMEM;
-		goto err_free;
+	m->npages = m->len >> PAGE_SHIFT;
+	m->pages = kvcalloc(m->npages, sizeof(*m->pages), MBCF_UMAP_GFP);
+	if (!m->pages)
+		goto err_nomem;
+	for (i = 0; i < m->npages; i++) {
+		m->pages[i] = alloc_page(MBCF_UMAP_GFP);
+		if (!m->pages[i])
+			goto err_nomem;
 	}
+	m->buf = vmap(m->pages, m->npages, VM_MAP, PAGE_KERNEL);
+	if (!m->buf)
+		goto err_nomem;
+	m->kernel = !uctx;
+	if (m->kernel)
+		return m;
 	err = rdma_user_mmap_entry_insert(uctx, &m->rdma, m->len);
 	if (err)
-		goto err_vfree;
+		goto err_release;
 	return m;
 
-err_vfree:
-	vfree(m->buf);
-err_free:
-	kfree(m);
+err_nomem:
+	err = -ENOMEM;
+err_release:
+	mbcf_umap_release(m);
 	return ERR_PTR(err);
 }
 
@@ -50,10 +88,12 @@ u64 mbcf_umap_offset(const struct mbcf_umap *m)
 	return rdma_user_mmap_get_offset(&m->rdma);
 }
 
-/* No new mappings; the buffer goes when the last one does. */
+/* No new mappings; the buffer goes when its entry does (mbcf_umap_free). */
 void mbcf_umap_remove(struct mbcf_umap *m)
 {
-	if (m)
+	if (m && m->kernel)
+		mbcf_umap_release(m);
+	else if (m)
 		rdma_user_mmap_entry_remove(&m->rdma);
 }
 
@@ -67,18 +107,17 @@ int mbcf_umap_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	if (!e)
 		return -EINVAL;
 	m = to_umap(e);
-	if (vma->vm_end - vma->vm_start != m->len)
+	if (vma->vm_end - vma->vm_start != m->len) {
 		err = -EINVAL;
-	else
-		err = remap_vmalloc_range(vma, m->buf, 0);
+	} else {
+		vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+		err = vm_map_pages_zero(vma, m->pages, m->npages);
+	}
 	rdma_user_mmap_entry_put(e);
 	return err;
 }
 
 void mbcf_umap_free(struct rdma_user_mmap_entry *e)
 {
-	struct mbcf_umap *m = to_umap(e);
-
-	vfree(m->buf);
-	kfree(m);
+	mbcf_umap_release(to_umap(e));
 }

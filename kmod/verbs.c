@@ -4,6 +4,7 @@
  * entry point checks its arguments and hands off; no protocol logic here.
  */
 #include <linux/module.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <uapi/rdma/ib_user_verbs.h>
 
@@ -11,7 +12,6 @@
 #include "rdma/mbcf-abi.h"
 
 #define MBCF_PKEY_DEFAULT	0xffff
-#define MBCF_GID_TBL_LEN	16
 
 static int mbcf_verbs_query_device(struct ib_device *ibdev,
 				   struct ib_device_attr *attr,
@@ -36,6 +36,11 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->max_cq = MBCF_MAX_CQ;
 	attr->max_cqe = MBCF_MAX_CQE;
 	attr->max_mr = MBCF_MAX_MR;
+	attr->max_mw = MBCF_MAX_MW;
+	attr->max_ah = MBCF_MAX_AH;
+	attr->max_srq = MBCF_MAX_SRQ;
+	attr->max_srq_wr = MBCF_MAX_SRQ_WR;
+	attr->max_srq_sge = MBCF_MAX_SGE;
 	attr->max_pd = MBCF_MAX_PD;
 	attr->max_qp_rd_atom = MBCF_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = MBCF_MAX_RD_ATOMIC;
@@ -44,10 +49,12 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	 * are atomic against the target CPU's own accesses too. */
 	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->max_pkeys = 1;
+	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->local_ca_ack_delay = 15;
 	/* The core copies this into ibdev->attrs at registration; nldev
 	 * refuses `rdma link delete` without it. */
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_LOCAL_DMA_LKEY;
 	return 0;
 }
 
@@ -69,19 +76,34 @@ static int mbcf_verbs_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->pkey_tbl_len = 1;
 	attr->max_msg_sz = MBCF_MAX_MSG_SIZE;
 	attr->max_vl_num = 1;
-	return ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
-				&attr->active_width);
+	/* the CM runs over QP1 (rdma_cm, ib_cm); no subnet manager on RoCE */
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	/*
+	 * A netdev being unregistered has no speed to tell (ENODEV).  Report
+	 * the slowest instead of failing: the core drops an event whose
+	 * query_port fails, and the port's PORT_ERR is due exactly then.
+	 */
+	if (ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+			     &attr->active_width)) {
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+	}
+	return 0;
 }
 
 static int mbcf_verbs_get_port_immutable(struct ib_device *ibdev,
 					 u32 port_num,
 					 struct ib_port_immutable *immutable)
 {
-	/* RoCE v1 semantics: a link-local GID maps to a MAC with no ARP. */
-	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE;
+	/*
+	 * RoCE v1: GIDs are IP addresses (and the link-local one from the
+	 * MAC), MADs travel as datagrams on QP1, so the RDMA core runs its
+	 * MAD, CM and rdma_cm clients on the port.
+	 */
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE;
 	immutable->pkey_tbl_len = 1;
 	immutable->gid_tbl_len = MBCF_GID_TBL_LEN;
-	immutable->max_mad_size = 0;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
@@ -124,6 +146,18 @@ static int mbcf_verbs_alloc_ucontext(struct ib_ucontext *ibuc,
 	return 0;
 }
 
+/*
+ * The device is going away while a process still holds it (`rdma link
+ * delete`, its netdev removed, the module unloaded).  The RDMA core has
+ * destroyed every object of the context by now (each ring marked dead) and
+ * raises IB_EVENT_DEVICE_FATAL; the ring pages stay valid memory as long as
+ * the process maps them, and no kernel code reads them any more.  Having
+ * this op is what lets removal proceed instead of waiting for the process.
+ */
+static void mbcf_verbs_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static void mbcf_verbs_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	atomic_dec(&to_mbcf_dev(ibuc->device)->ucontext_count);
@@ -157,6 +191,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.get_dev_fw_str = mbcf_verbs_get_dev_fw_str,
 	.alloc_ucontext = mbcf_verbs_alloc_ucontext,
 	.dealloc_ucontext = mbcf_verbs_dealloc_ucontext,
+	.disassociate_ucontext = mbcf_verbs_disassociate_ucontext,
 	.alloc_pd = mbcf_verbs_alloc_pd,
 	.dealloc_pd = mbcf_verbs_dealloc_pd,
 	.mmap = mbcf_umap_mmap,
@@ -164,6 +199,8 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.create_cq = mbcf_cq_create,
 	.destroy_cq = mbcf_cq_destroy,
 	.req_notify_cq = mbcf_cq_req_notify,
+	.poll_cq = mbcf_cq_poll,
+	.resize_cq = mbcf_cq_resize,
 	.create_qp = mbcf_qp_create,
 	.modify_qp = mbcf_qp_modify,
 	.query_qp = mbcf_qp_query,

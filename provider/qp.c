@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Queue pairs (RC only, no SRQ).  CREATE_QP returns two rings, the send
- * and the receive queue, that we mmap() on the context fd and produce work
- * requests into; the kernel consumes them.  Posting is a copy into the ring
- * and, only when the kernel has said it went idle (db_needed), a doorbell:
- * POST_SEND / POST_RECV with an empty work request list, which the kernel
- * answers by draining the ring.  Everything else is one uverbs command.
+ * Queue pairs (RC, UC, UD): create (also ibv_create_qp_ex with the
+ * work-request API), modify, query, destroy.  CREATE_QP returns two rings,
+ * the send and the receive queue, that we mmap() on the context fd; wr.c
+ * produces work requests into them.  A QP on a shared receive queue has no
+ * receive ring (0 entries): its receives come from the SRQ (srq.c).
+ * Everything here is one uverbs command.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -16,42 +16,8 @@
 
 #include "mbcf.h"
 
-/*
- * A doorbell: POST_SEND or POST_RECV with no work requests, written straight
- * to the command fd (the fixed parts of the two commands are laid out
- * alike).  ibv_cmd_post_send() sends the same command wrapped in ioctl()
- * INVOKE_WRITE, a longer kernel path for the one system call of the data
- * path.  Returns 0 or an errno.
- */
-static int mbcf_doorbell(struct ibv_qp *ibqp, uint32_t command,
-			 uint32_t wqe_size)
-{
-	struct ib_uverbs_post_send_resp resp;
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req = {
-		.hdr = {
-			.command = command,
-			.in_words = sizeof(req) / 4,
-			.out_words = sizeof(resp) / 4,
-		},
-		.cmd = {
-			.response = (uintptr_t)&resp,
-			.qp_handle = ibqp->handle,
-			.wqe_size = wqe_size,
-		},
-	};
-
-	ssize_t n = write(ibqp->context->cmd_fd, &req, sizeof(req));
-
-	if (n == (ssize_t)sizeof(req))
-		return 0;
-	return n < 0 ? errno : EIO;
-}
-
 /* Map one work queue's ring; a ring of 0 entries is "no queue". */
-static int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
+int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
 		       const struct mbcf_ring_info *info, uint32_t hdr,
 		       uint32_t max_sge, uint32_t max_inline)
 {
@@ -82,59 +48,165 @@ static int mbcf_wq_map(struct ibv_context *ibctx, struct mbcf_wq *wq,
 	return 0;
 }
 
-static void mbcf_wq_unmap(struct mbcf_wq *wq)
+void mbcf_wq_unmap(struct mbcf_wq *wq)
 {
 	if (wq->map)
 		munmap(wq->map, wq->map_len);
 	wq->map = NULL;
 }
 
-struct ibv_qp *mbcf_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/*
+ * Where the libibverbs we run under looks for VERBS_QP_EX.  Its
+ * ibv_qp_to_qp_ex() reads verbs_qp.comp_mask, right after struct
+ * ibv_qp_ex, a struct that grew by one function pointer (rdma-core 45:
+ * wr_flush) while the private ABI stayed 34: we may be built with 56.1's
+ * headers and run under Debian 12's 44.0, or the other way round.  So ask
+ * the library, once, with a probe object: the offset it reads, or 0 if
+ * neither candidate works (then the extended QP API is not offered).
+ */
+static size_t mbcf_qp_ex_mask_offset(void)
+{
+	static size_t off = SIZE_MAX;
+	size_t cand[] = { offsetof(struct verbs_qp, comp_mask) - sizeof(void *),
+			  offsetof(struct verbs_qp, comp_mask) };
+	struct verbs_qp probe;
+	size_t i;
+
+	if (off != SIZE_MAX)
+		return off;
+	off = 0;
+	for (i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) {
+		memset(&probe, 0, sizeof(probe));
+		*(uint32_t *)((uint8_t *)&probe + cand[i]) = VERBS_QP_EX;
+		if (ibv_qp_to_qp_ex(&probe.qp) == &probe.qp_ex) {
+			off = cand[i];
+			break;
+		}
+	}
+	return off;
+}
+
+/* Offer ibv_qp_ex on @qp: the ibv_wr_* entry points, and VERBS_QP_EX where
+ * libibverbs looks for it.  EOPNOTSUPP if the probe found no such place. */
+int mbcf_qp_enable_ex(struct mbcf_qp *qp)
+{
+	size_t off = mbcf_qp_ex_mask_offset();
+
+	if (!off)
+		return EOPNOTSUPP;
+	mbcf_wr_set_ops(qp);
+	*(uint32_t *)((uint8_t *)&qp->vqp + off) |= VERBS_QP_EX;
+	return 0;
+}
+
+/* What create_qp_ex understands; anything else is EOPNOTSUPP (as rxe). */
+#define MBCF_QP_INIT_ATTR_MASK	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+static int mbcf_qp_check_ex(const struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->comp_mask & ~MBCF_QP_INIT_ATTR_MASK)
+		return EOPNOTSUPP;
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
+		return EINVAL;
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	/* a basic SRQ of ours (an XRC SRQ cannot be made here) */
+	if (attr->srq && attr->srq->context != attr->pd->context)
+		return EINVAL;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		uint64_t ok = attr->qp_type == IBV_QPT_RC ? MBCF_RC_SEND_OPS_FLAGS :
+			      attr->qp_type == IBV_QPT_UC ? MBCF_UC_SEND_OPS_FLAGS :
+							    MBCF_UD_SEND_OPS_FLAGS;
+
+		if (attr->send_ops_flags & ~ok)
+			return EOPNOTSUPP;
+		if (!mbcf_qp_ex_mask_offset())
+			return EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Map the two rings the kernel described and set up the queues. */
+static int mbcf_qp_map(struct mbcf_qp *qp, struct ibv_context *ibctx,
+		       const struct mbcf_create_qp_resp *drv,
+		       const struct ibv_qp_cap *cap)
+{
+	int ret;
+
+	qp->max_inline = cap->max_inline_data;
+	ret = mbcf_wq_map(ibctx, &qp->sq, &drv->sq, sizeof(struct mbcf_send_wqe),
+			  cap->max_send_sge, qp->max_inline);
+	if (ret)
+		return ret;
+	ret = mbcf_wq_map(ibctx, &qp->rq, &drv->rq, sizeof(struct mbcf_recv_wqe),
+			  cap->max_recv_sge, 0);
+	if (ret) {
+		mbcf_wq_unmap(&qp->sq);
+		return ret;
+	}
+	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
+/*
+ * ibv_create_qp_ex(); ibv_create_qp() comes here too.  The kernel sizes
+ * everything; attr->cap comes back with the truth.
+ */
+struct ibv_qp *mbcf_qp_create_ex(struct ibv_context *ibctx,
+				 struct ibv_qp_init_attr_ex *attr)
 {
 	struct mbcf_create_qp_resp_full resp = {};
 	struct ibv_create_qp cmd = {};
 	struct mbcf_qp *qp;
 	int ret;
 
-	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
-		errno = EOPNOTSUPP;
+	ret = mbcf_qp_check_ex(attr);
+	if (ret) {
+		errno = ret;
 		return NULL;
 	}
-
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-
-	/* The kernel sizes everything; attr->cap comes back with the truth. */
-	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
-
-	qp->max_inline = attr->cap.max_inline_data;
-	ret = mbcf_wq_map(pd->context, &qp->sq, &resp.drv.sq,
-			  sizeof(struct mbcf_send_wqe), attr->cap.max_send_sge,
-			  qp->max_inline);
+	ret = mbcf_qp_map(qp, ibctx, &resp.drv, &attr->cap);
 	if (ret)
 		goto err_destroy;
-	ret = mbcf_wq_map(pd->context, &qp->rq, &resp.drv.rq,
-			  sizeof(struct mbcf_recv_wqe), attr->cap.max_recv_sge,
-			  0);
-	if (ret)
-		goto err_unmap;
-
-	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		mbcf_qp_enable_ex(qp);
 	return &qp->vqp.qp;
 
-err_unmap:
-	mbcf_wq_unmap(&qp->sq);
 err_destroy:
 	ibv_cmd_destroy_qp(&qp->vqp.qp);
 err_free:
 	free(qp);
 	errno = ret;
 	return NULL;
+}
+
+struct ibv_qp *mbcf_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp = mbcf_qp_create_ex(pd->context, &ex);
+
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
 }
 
 int mbcf_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
@@ -167,213 +239,4 @@ int mbcf_qp_destroy(struct ibv_qp *ibqp)
 	pthread_spin_destroy(&qp->rq.lock);
 	free(qp);
 	return 0;
-}
-
-/* A free slot of wq's ring, or NULL with *err = ENOMEM (full) or EIO. */
-static void *mbcf_wq_slot(struct mbcf_wq *wq, int *err)
-{
-	bool corrupt = false;
-	void *slot;
-
-	if (!wq->map) {
-		*err = ENOMEM;
-		return NULL;
-	}
-	slot = mbcf_ring_produce_slot(&wq->ring, &corrupt);
-	if (!slot)
-		*err = corrupt ? EIO : ENOMEM;
-	return slot;
-}
-
-/* Check one send WR and copy it into the next SQ slot; 0 or an errno. */
-static int mbcf_post_one_send(struct mbcf_qp *qp, const struct ibv_send_wr *wr)
-{
-	struct mbcf_send_wqe *wqe;
-	uint32_t inline_len = 0;
-	bool rdma = false, atomic = false;
-	int i, err;
-
-	switch (wr->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		break;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-		rdma = true;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		atomic = true;
-		break;
-	default:
-		return EINVAL;
-	}
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge)
-		return EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		/* Inline carries data out of the local buffer: not for reads. */
-		if (atomic || wr->opcode == IBV_WR_RDMA_READ)
-			return EINVAL;
-		for (i = 0; i < wr->num_sge; i++) {
-			if (wr->sg_list[i].length > qp->max_inline - inline_len)
-				return EINVAL;
-			inline_len += wr->sg_list[i].length;
-		}
-	}
-
-	wqe = mbcf_wq_slot(&qp->sq, &err);
-	if (!wqe)
-		return err;
-
-	wqe->wr_id = wr->wr_id;
-	wqe->opcode = wr->opcode;
-	wqe->send_flags = wr->send_flags;
-	wqe->imm_data_be = (wr->opcode == IBV_WR_SEND_WITH_IMM ||
-			    wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
-			   wr->imm_data : 0;
-	if (rdma) {
-		wqe->remote_addr = wr->wr.rdma.remote_addr;
-		wqe->rkey = wr->wr.rdma.rkey;
-	} else if (atomic) {
-		wqe->remote_addr = wr->wr.atomic.remote_addr;
-		wqe->rkey = wr->wr.atomic.rkey;
-	} else {
-		wqe->remote_addr = 0;
-		wqe->rkey = 0;
-	}
-	wqe->compare_add = atomic ? wr->wr.atomic.compare_add : 0;
-	wqe->swap = atomic ? wr->wr.atomic.swap : 0;
-
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *data = (uint8_t *)(wqe + 1);
-
-		/* The caller may reuse its buffers once we return. */
-		wqe->num_sge = 0;
-		wqe->inline_len = inline_len;
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(data, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			data += wr->sg_list[i].length;
-		}
-	} else {
-		struct mbcf_sge *sge = (struct mbcf_sge *)(wqe + 1);
-
-		wqe->num_sge = wr->num_sge;
-		wqe->inline_len = 0;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-	}
-
-	mbcf_ring_produce(&qp->sq.ring);
-	return 0;
-}
-
-int mbcf_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		      struct ibv_send_wr **bad_wr)
-{
-	struct mbcf_qp *qp = to_mqp(ibqp);
-	unsigned int posted = 0;
-	int ret = 0, db;
-
-	*bad_wr = NULL;
-	/*
-	 * Immediate errors of the verbs spec: not an RC QP of ours, or a send
-	 * queue not yet ready (ibqp->state is kept by ibv_modify_qp()).
-	 */
-	if (ibqp->qp_type != IBV_QPT_RC || ibqp->state == IBV_QPS_RESET ||
-	    ibqp->state == IBV_QPS_INIT || ibqp->state == IBV_QPS_RTR) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
-
-	pthread_spin_lock(&qp->sq.lock);
-	for (; wr; wr = wr->next) {
-		ret = mbcf_post_one_send(qp, wr);
-		if (ret) {
-			*bad_wr = wr;
-			break;
-		}
-		posted++;
-	}
-	pthread_spin_unlock(&qp->sq.lock);
-
-	/*
-	 * Every entry is published (mbcf_ring_produce); the full barrier in
-	 * mbcf_ring_producer_wants_doorbell() orders that before reading
-	 * db_needed, so either the kernel sees our entries or we see its
-	 * flag.  The doorbell is POST_SEND with no work requests.
-	 */
-	if (posted && mbcf_ring_producer_wants_doorbell(&qp->sq.ring)) {
-		db = mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND,
-				   sizeof(struct ib_uverbs_send_wr));
-		if (db && !ret)
-			ret = db;
-	}
-	return ret;
-}
-
-/* Check one receive WR and copy it into the next RQ slot; 0 or an errno. */
-static int mbcf_post_one_recv(struct mbcf_qp *qp, const struct ibv_recv_wr *wr)
-{
-	struct mbcf_recv_wqe *wqe;
-	struct mbcf_sge *sge;
-	int i, err;
-
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->rq.max_sge)
-		return EINVAL;
-
-	wqe = mbcf_wq_slot(&qp->rq, &err);
-	if (!wqe)
-		return err;
-
-	wqe->wr_id = wr->wr_id;
-	wqe->num_sge = wr->num_sge;
-	wqe->reserved = 0;
-	sge = (struct mbcf_sge *)(wqe + 1);
-	for (i = 0; i < wr->num_sge; i++) {
-		sge[i].addr = wr->sg_list[i].addr;
-		sge[i].length = wr->sg_list[i].length;
-		sge[i].lkey = wr->sg_list[i].lkey;
-	}
-
-	mbcf_ring_produce(&qp->rq.ring);
-	return 0;
-}
-
-int mbcf_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		      struct ibv_recv_wr **bad_wr)
-{
-	struct mbcf_qp *qp = to_mqp(ibqp);
-	unsigned int posted = 0;
-	int ret = 0, db;
-
-	*bad_wr = NULL;
-	/* A receive queue in RESET takes nothing (verbs: immediate error). */
-	if (ibqp->state == IBV_QPS_RESET) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
-	pthread_spin_lock(&qp->rq.lock);
-	for (; wr; wr = wr->next) {
-		ret = mbcf_post_one_recv(qp, wr);
-		if (ret) {
-			*bad_wr = wr;
-			break;
-		}
-		posted++;
-	}
-	pthread_spin_unlock(&qp->rq.lock);
-
-	/* Same doorbell protocol as post_send, with POST_RECV. */
-	if (posted && mbcf_ring_producer_wants_doorbell(&qp->rq.ring)) {
-		db = mbcf_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV,
-				   sizeof(struct ib_uverbs_recv_wr));
-		if (db && !ret)
-			ret = db;
-	}
-	return ret;
 }

@@ -103,3 +103,99 @@ int mbcf_verbs_dereg_mr(struct verbs_mr *vmr)
 	free(vmr);
 	return 0;
 }
+
+struct ibv_mw *mbcf_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+int mbcf_verbs_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
+/*
+ * ibv_bind_mw (type 1): a BIND_MW request on @qp's send queue with the next
+ * key; the window's rkey is the new one from here on (verbs: the caller
+ * undoes that if the bind completes in error).  libibverbs checked the type
+ * and the MR/range pairing; the kernel checks the rest in order.
+ */
+int mbcf_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = {
+			.mw = mw,
+			.rkey = ibv_inc_rkey(mw->rkey),
+			.bind_info = mw_bind->bind_info,
+		},
+	}, *bad;
+	int ret;
+
+	if (mw_bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EINVAL;
+	ret = mbcf_qp_post_send(qp, &wr, &bad);
+	if (ret)
+		return ret;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
+/*
+ * ibv_create_ah: the kernel resolves the destination MAC (RoCE) and names
+ * the handle by a number, which UD send entries carry.
+ */
+struct ibv_ah *mbcf_verbs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct mbcf_create_ah_resp_full resp = {};
+	struct mbcf_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->num = resp.drv.ah_num;
+	return &ah->ibv_ah;
+}
+
+int mbcf_verbs_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	free(to_mah(ibah));
+	return 0;
+}

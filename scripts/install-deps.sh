@@ -22,6 +22,12 @@ pkgs=(
 	# rdma user space
 	rdma-core ibverbs-utils libibverbs-dev ibverbs-providers perftest
 	rdmacm-utils iproute2 python3-pyverbs
+	# verbs software the guest tests run unmodified (issue 9): qperf,
+	# UCX, Open MPI over UCX, libfabric's verbs provider
+	qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
+	# Debian packages (cmake --build build --target package): debhelper,
+	# dh_dkms (its own package since dkms 3.0.3), lintian for the checks
+	debhelper dh-dkms lintian
 	# guest rig
 	qemu-system-x86 busybox-static cpio
 	# debug-kernel lane (tests/vm/debug-kernel.sh): Debian's kernel source

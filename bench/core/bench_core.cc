@@ -44,16 +44,18 @@ int b_write(void *, u32, u64 va, const u8 *src, u32 len)
 int b_check(void *, u32, u64, u32) { return 0; }
 int b_atomic(void *, u8, u32, u64, u64, u64, u64 *o) { *o = 0; return 0; }
 int b_claim(void *, u64 *c, u32 *cap) { *c = 1; *cap = 1 << 20; return 0; }
-void b_rwrite(void *, u64, u32, const u8 *, u32) {}
+int b_rwrite(void *, u64, u32, const u8 *, u32) { return 0; }
 int b_resp(void *, u64, u32, const u8 *, u32) { return 0; }
 uint64_t g_completions;
-void b_complete(void *, const mbcf_cqe *) { g_completions++; }
+int b_complete(void *, const mbcf_cqe *) { g_completions++; return 0; }
 void b_timer(void *, u64) {}
 void b_error(void *, u8) {}
+int b_local(void *, u64) { return MBCF_WC_SUCCESS; }
+int b_inval(void *, u32) { return MBCF_ST_OK; }
 
 const mbcf_ops kOps = {
-	b_xmit, nullptr, b_write, b_check, b_atomic, b_claim, b_rwrite,
-	b_resp, b_complete, b_timer, b_error,
+	b_xmit, nullptr, b_write, b_check, b_check, b_atomic, b_claim, b_rwrite,
+	b_resp, b_complete, b_timer, b_error, b_local, b_inval,
 };
 
 mbcf_conn_cfg cfg(uint32_t l, uint32_t r)

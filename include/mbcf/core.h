@@ -31,6 +31,8 @@ enum mbcf_wc_status {
 	MBCF_WC_LOC_LEN_ERR,		/* receive: message longer than the buffer */
 	MBCF_WC_LOC_PROT_ERR,		/* local buffer rejected read/atomic data */
 	MBCF_WC_WR_FLUSH_ERR,		/* connection went to error first */
+	MBCF_WC_MW_BIND_ERR,		/* a local memory window bind failed */
+	MBCF_WC_LOC_QP_OP_ERR,		/* a local operation failed (invalidate) */
 };
 
 /* Connection state (docs/protocol.md section 8). */
@@ -63,17 +65,30 @@ struct mbcf_payload {
  * same bytes may show through (as in InfiniBand).
  */
 #define MBCF_WR_FENCE		0x80
+/* ... and before every earlier request completed (a local invalidate:
+ * IBA 10.6.5.1, the local invalidate fence). */
+#define MBCF_WR_FENCE_ALL	0x40
+
+/*
+ * mbcf_wr.op of a request carried out locally, with no frame: a memory
+ * window bind or a local invalidate.  Never on the wire.  The core calls
+ * ops->local when its turn comes (every earlier request started, or with
+ * MBCF_WR_FENCE_ALL completed) and completes it in posting order with the
+ * status that returned (docs/protocol.md 4.2).
+ */
+#define MBCF_OP_LOCAL		0xff
 
 /* A requester operation: one verbs send work request. */
 struct mbcf_wr {
 	u64 cookie;		/* opaque to the core (the kernel's wqe) */
 	u8 op;			/* WRITE, WRITE_IMM, READ_REQ, CMP_SWAP, FETCH_ADD,
-				 * SEND, SEND_IMM */
-	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE */
+				 * SEND, SEND_IMM, SEND_INV, MBCF_OP_LOCAL */
+	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE(_ALL) */
 	u32 len;		/* data bytes (8 for atomics, ignored) */
 	u64 raddr;		/* remote va: WRITE*, READ_REQ, atomics */
 	u32 rkey;
-	u32 imm;		/* *_IMM: immediate data (opaque, host order) */
+	u32 imm;		/* *_IMM: immediate data (opaque, host order);
+				 * SEND_INV: the key the responder invalidates */
 	u64 swap_add;		/* CMP_SWAP: swap; FETCH_ADD: add */
 	u64 compare;		/* CMP_SWAP */
 };
@@ -81,52 +96,89 @@ struct mbcf_wr {
 #define MBCF_CQE_RECV		0x01	/* receive side (else requester) */
 #define MBCF_CQE_IMM		0x02	/* imm is valid */
 #define MBCF_CQE_SOLICITED	0x04
+#define MBCF_CQE_INV		0x08	/* SEND_INV: imm is the key invalidated */
+#define MBCF_CQE_GRH		0x10	/* datagram: a 40-byte GRH leads the data */
 
 struct mbcf_cqe {
 	u64 cookie;		/* requester: wr cookie; receive: claimed recv */
 	u32 byte_len;		/* message length (receive: bytes received) */
 	u32 imm;
+	u32 src_qpn;		/* receive, datagram: the sender's QP */
 	u8 op;			/* message opcode (SEND, WRITE_IMM, READ_REQ...) */
 	u8 status;		/* enum mbcf_wc_status */
 	u8 flags;		/* MBCF_CQE_* */
 };
 
+/* recv_claim results. */
+enum mbcf_claim {
+	MBCF_CLAIM_OK = 0,	/* *cookie and *cap are set */
+	MBCF_CLAIM_NONE = 1,	/* no receive posted: the core sends STOP */
+	MBCF_CLAIM_BAD = 2,	/* the receive queue is unusable (a malformed
+				 * receive request): REMOTE_OP_ERROR */
+};
+
+/* ops->xmit: the request's local buffer cannot be read (see there). */
+#define MBCF_XMIT_FAULT		(-2)
+
 /*
  * Everything the core asks of its environment.  `env` is the pointer given
- * to mbcf_conn_init.  Target callbacks return an enum mbcf_status and must
+ * to mbcf_conn_init.  Every callback that can fail returns a status, and the
+ * core acts on it.  Target callbacks return an enum mbcf_status and must
  * check key, PD, access flags and bounds BEFORE touching any byte.
  */
 struct mbcf_ops {
-	/* Transmit header + payload as one frame; 0 = sent (or dropped like
-	 * a lost frame), nonzero = busy, nothing sent: retry on mbcf_conn_kick. */
+	/*
+	 * Transmit header + payload as one frame: 0 = sent (or dropped, like
+	 * a lost frame); MBCF_XMIT_FAULT = the payload of a request
+	 * (MBCF_PL_WR) could not be read, its local memory is gone: nothing
+	 * sent, the request completes with MBCF_WC_LOC_PROT_ERR and the
+	 * connection enters ERROR; any other nonzero = busy, nothing sent.
+	 * Busy holds sequenced frames back until mbcf_conn_kick()
+	 * (docs/protocol.md 7.4); a control frame refused as busy is dropped,
+	 * so an environment that bounds its bursts should refuse only
+	 * sequenced frames.
+	 */
 	int (*xmit)(void *env, const u8 *hdr, u32 hdr_len,
 		    const struct mbcf_payload *pl);
 	/* Optional: end of a burst of xmit calls (ring the doorbell). */
 	void (*xmit_flush)(void *env);
 	/* Write len bytes at (rkey, va); needs REMOTE_WRITE access. */
 	int (*target_write)(void *env, u32 rkey, u64 va, const u8 *src, u32 len);
+	/* Check that (rkey, va, len) may be written (REMOTE_WRITE); touches
+	 * nothing.  Called before a payload in pieces is written piece by
+	 * piece, so that a frame that fails leaves no byte behind. */
+	int (*target_check_write)(void *env, u32 rkey, u64 va, u32 len);
 	/* Check that (rkey, va, len) may be read (REMOTE_READ); touches nothing. */
 	int (*target_check_read)(void *env, u32 rkey, u64 va, u32 len);
 	/* 8-byte aligned atomic (REMOTE_ATOMIC) with a real atomic instruction;
 	 * op is CMP_SWAP or FETCH_ADD; *orig gets the previous value. */
 	int (*target_atomic)(void *env, u8 op, u32 rkey, u64 va, u64 swap_add,
 			     u64 compare, u64 *orig);
-	/* Take the oldest posted receive: 0 with cookie and cap set, or nonzero
-	 * if none is posted (the core then sends STOP: receiver not ready). */
+	/* Take the oldest posted receive: an enum mbcf_claim. */
 	int (*recv_claim)(void *env, u64 *cookie, u32 *cap);
-	/* Copy into a claimed receive at byte offset (within cap, checked). */
-	void (*recv_write)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
+	/* Copy into a claimed receive at byte offset (within cap, checked):
+	 * 0, or nonzero = local protection error (the receive completes with
+	 * LOC_PROT_ERR and the message is NAKed with REMOTE_OP_ERROR). */
+	int (*recv_write)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
 	/* Deliver read (or atomic: 8 bytes, host order) response data into the
 	 * requester's local buffer of wr `cookie`; nonzero = local protection
 	 * error. */
 	int (*resp_data)(void *env, u64 cookie, u32 offset, const u8 *src, u32 len);
-	/* Post a completion (requester or receive side). */
-	void (*complete)(void *env, const struct mbcf_cqe *cqe);
+	/* Post a completion (requester or receive side): 0, or nonzero when it
+	 * could not be delivered (completion queue overrun): the connection
+	 * then enters ERROR. */
+	int (*complete)(void *env, const struct mbcf_cqe *cqe);
 	/* Arm the connection's single timer at absolute time `at` ns (0 =
 	 * cancel).  When it fires, call mbcf_conn_timeout(). */
 	void (*timer)(void *env, u64 at);
 	/* The connection entered MBCF_CONN_ERROR (verbs: QP error event). */
 	void (*error)(void *env, u8 wc_status);
+	/* Carry out the MBCF_OP_LOCAL request `cookie` now: an enum
+	 * mbcf_wc_status (its completion's). */
+	int (*local)(void *env, u64 cookie);
+	/* Responder, SEND_INV: invalidate rkey (a memory window bound to this
+	 * connection): MBCF_ST_OK, or MBCF_ST_REMOTE_INVALID_REQUEST. */
+	int (*invalidate)(void *env, u32 rkey);
 };
 
 struct mbcf_conn_cfg {
@@ -146,6 +198,9 @@ struct mbcf_conn_cfg {
 	u64 rto_ns;			/* first retransmit timeout */
 	u64 rto_max_ns;			/* backoff ceiling (0 = 64 * rto_ns) */
 	u64 min_rnr_ns;			/* verbs min_rnr_timer, in ns */
+	bool uc;			/* unreliable connection (verbs UC): no
+					 * acknowledgement, no retransmission;
+					 * a lost frame loses its message (10) */
 };
 
 /* One queued message (requester wr or responder response).  Internal. */
@@ -195,6 +250,8 @@ struct mbcf_conn {
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
+	bool cqe_lost;		/* ops->complete failed: enter ERROR */
+	bool local_failed;	/* a local request failed: start nothing more */
 	bool snd_fixed;		/* our stream's start psn is settled */
 	u8 retry_left, rnr_left;
 	u64 rto_cur;
@@ -215,8 +272,33 @@ struct mbcf_conn {
 	u64 rx_cookie;
 	u32 rx_cap, rx_off;
 	u8 nak_status;		/* we rejected rcv_nxt with this status */
+	bool uc_skip;		/* UC: dropping frames up to the next FIRST */
 
 	struct mbcf_counters ctr;
+};
+
+/*
+ * A datagram endpoint (verbs UD QP): no connection, nothing sequenced or
+ * acknowledged; docs/protocol.md 15.  Same ops as a connection (xmit,
+ * recv_claim, recv_write, complete); the caller serialises calls.
+ */
+struct mbcf_dgram {
+	const struct mbcf_ops *ops;
+	void *env;
+	u32 qpn;		/* ours, 24-bit */
+	u32 qkey;		/* what datagrams to us must carry */
+	u32 mtu;		/* bytes after the Ethernet header */
+	struct mbcf_counters ctr;
+};
+
+/* Where a datagram goes (verbs: the address handle, remote QPN and Q_Key). */
+struct mbcf_ud_dest {
+	u32 remote_qpn;
+	u32 qkey;
+	u32 vtf;		/* 6 << 28 | traffic class << 20 | flow label */
+	u8 hop_limit;
+	u8 sgid[16];		/* ours, as the receiver's GRH shows it */
+	u8 dgid[16];		/* the receiver's */
 };
 
 /* Parsed view of a frame; payload points into the caller's buffer. */
@@ -245,6 +327,11 @@ struct mbcf_frame {
 	const u8 *payload;
 	const struct mbcf_iov *iov;
 	u32 niov;
+	/* DGRAM: rkey is the qkey; the GRH fields (the GIDs point into the
+	 * frame, or, when building one, at the caller's 16 bytes each). */
+	u32 vtf;
+	u8 hop_limit;
+	const u8 *sgid, *dgid;
 };
 
 /* Parse verdicts (also which counter the drop went to). */
@@ -286,7 +373,7 @@ u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr);
 /* Data bytes one frame of op can carry at this MTU. */
 u32 mbcf_codec_max_payload(u32 mtu, u8 op);
 
-/* conn.c: sections 4 to 8 and 11 */
+/* conn.c: sections 4 to 8, 10 and 13 */
 /* RESET -> RTS: the receive side works at once (verbs RTR). */
 int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 		   const struct mbcf_ops *ops, void *env,
@@ -317,6 +404,24 @@ void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now);
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now);
 /* Complete everything outstanding with WR_FLUSH_ERR, -> RESET. */
 void mbcf_conn_flush(struct mbcf_conn *c);
+/* dgram.c: docs/protocol.md 15 */
+#define MBCF_GRH_LEN		40
+/* The largest datagram at this MTU (after the GRH the receiver adds). */
+u32 mbcf_dgram_max_payload(u32 mtu);
+int mbcf_dgram_init(struct mbcf_dgram *d, u32 qpn, u32 qkey, u32 mtu,
+		    const struct mbcf_ops *ops, void *env);
+/*
+ * Send one datagram (wr: SEND or SEND_IMM, len, imm, cookie, SOLICITED)
+ * and complete it: MBCF_WC_SUCCESS once handed to xmit, MBCF_WC_LOC_LEN_ERR
+ * if it does not fit one frame.  Returns that status.
+ */
+int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
+		    const struct mbcf_ud_dest *to);
+/* A DGRAM frame for this endpoint (f->dst_qpn selected it). */
+void mbcf_dgram_rx(struct mbcf_dgram *d, const struct mbcf_frame *f);
+/* Build a GRH (40 bytes) for a received datagram, as verbs shows it. */
+void mbcf_dgram_grh(const struct mbcf_frame *f, u8 *grh);
+
 /* Send-ahead window in frames for a link speed (Mbit/s) and MTU. */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);
 /* Work requests posted and not yet completed. */

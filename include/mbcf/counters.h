@@ -7,6 +7,14 @@
  * Counters are plain u64 owned by whoever owns the struct: per connection
  * (updated under the caller's QP lock) or per device/CPU for frames that are
  * dropped before a connection is known (the parser's verdicts).
+ *
+ * Every received frame gets exactly one verdict, so over a device
+ *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
+ *               + every drop_* + remote_errors
+ * (a datagram delivered counts as rx_accepted)
+ * rx_frames is counted by the environment as a frame enters its receive
+ * path (the core never sees frames that fail before parsing); every other
+ * receive-side counter is one frame's verdict (docs/protocol.md 14).
  */
 #ifndef MBCF_COUNTERS_H
 #define MBCF_COUNTERS_H
@@ -18,6 +26,7 @@
 	X(tx_bytes,		"tx_payload_bytes")			\
 	X(tx_busy,		"tx_busy")				\
 	X(rx_frames,		"rx_frames")				\
+	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
@@ -34,6 +43,7 @@
 	X(stop_rx,		"stop_rx")				\
 	X(go_tx,		"go_tx")				\
 	X(go_rx,		"go_rx")				\
+	X(drop_nomem,		"drop_nomem")				\
 	X(drop_malformed,	"drop_malformed")			\
 	X(drop_truncated,	"drop_truncated")			\
 	X(drop_bad_version,	"drop_bad_version")			\
@@ -46,6 +56,7 @@
 	X(drop_error_state,	"drop_qp_error")			\
 	X(drop_bad_ack,		"drop_bad_ack")				\
 	X(drop_bad_resp,	"drop_bad_response")			\
+	X(drop_bad_qkey,	"drop_bad_qkey")			\
 	X(remote_errors,	"remote_errors")			\
 	X(recv_completions,	"recv_completions")			\
 	X(send_completions,	"send_completions")

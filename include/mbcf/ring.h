@@ -62,6 +62,11 @@ static inline __u32 *mbcf_ring_db(const struct mbcf_ring_end *r)
 	return (__u32 *)(r->base + MBCF_RING_DB_OFF);
 }
 
+static inline __u32 *mbcf_ring_flags(const struct mbcf_ring_end *r)
+{
+	return (__u32 *)(r->base + MBCF_RING_FLAGS_OFF);
+}
+
 static inline void *mbcf_ring_entry(const struct mbcf_ring_end *r, __u32 i)
 {
 	return r->base + MBCF_RING_ENTRIES_OFF + (__u64)(i & r->mask) * r->stride;

@@ -36,13 +36,21 @@
  *   ATOMIC_RESP 24 req_psn(4) 28 rsvd(4) 32 orig(8)               = 40
  *   SEND        24 offset(4)                                      = 28
  *   SEND_IMM    24 offset(4) 28 imm(4)                            = 32
+ *   SEND_INV    24 offset(4) 28 inv_rkey(4)                       = 32
  *   ACK LOST STOP GO   (none)                                     = 24
+ *   DGRAM       24 qkey(4) 28 imm(4) 32 vtf(4) 36 hop_limit(1)
+ *               37 rsvd(3) 40 sgid(16) 56 dgid(16)                = 72
  *
  * va: 64-bit target virtual address of this frame's first data byte.
  * offset: byte offset of this frame's data within its message.
  * imm: immediate data, opaque 32 bits delivered to the receive completion.
  * total_len: length of the whole WRITE_IMM message (for byte_len).
  * req_psn: psn of the READ_REQ / atomic request this frame answers.
+ * inv_rkey: the key the responder invalidates when the message completes.
+ * DGRAM (unsequenced: psn and ack_psn are 0): qkey, the immediate (valid with
+ * MBCF_F_IMM), and what the receiver puts in the 40-byte GRH in front of the
+ * data -- vtf (6 << 28 | traffic class << 20 | flow label), hop limit, the
+ * sender's GID (sgid) and the GID it addressed (dgid).
  * rsvd: 0 when sent, ignored when received.
  */
 #ifndef MBCF_WIRE_H
@@ -54,7 +62,8 @@
 #define MBCF_WIRE_VERSION	1
 
 #define MBCF_HDR_LEN		24	/* common header */
-#define MBCF_HDR_MAX		56	/* largest header (CMP_SWAP) */
+#define MBCF_HDR_MAX		72	/* largest header (DGRAM) */
+#define MBCF_DGRAM_HDR_LEN	72
 /* Ethernet minimum payload: shorter frames arrive zero-padded to this. */
 #define MBCF_ETH_MIN_PAYLOAD	46
 /* Largest paylen the 16-bit field can say; jumbo frames stay below it. */
@@ -85,17 +94,25 @@
 #define MBCF_OFF_OFFSET		24	/* READ_RESP, SEND, SEND_IMM */
 #define MBCF_OFF_RESP_PSN	28	/* READ_RESP */
 #define MBCF_OFF_SEND_IMM	28	/* SEND_IMM */
+#define MBCF_OFF_INV_RKEY	28	/* SEND_INV */
 #define MBCF_OFF_OPERAND0	40	/* CMP_SWAP swap, FETCH_ADD add */
 #define MBCF_OFF_OPERAND1	48	/* CMP_SWAP compare */
 #define MBCF_OFF_AT_REQ_PSN	24	/* ATOMIC_RESP */
 #define MBCF_OFF_ORIG		32	/* ATOMIC_RESP */
+#define MBCF_OFF_QKEY		24	/* DGRAM */
+#define MBCF_OFF_DG_IMM		28	/* DGRAM */
+#define MBCF_OFF_VTF		32	/* DGRAM */
+#define MBCF_OFF_HOP_LIMIT	36	/* DGRAM */
+#define MBCF_OFF_SGID		40	/* DGRAM */
+#define MBCF_OFF_DGID		56	/* DGRAM */
 
 /*
  * Opcodes.  1..0x0f are sequenced (they consume a psn in the sender's stream
  * and are delivered in order exactly once); 0x10..0x1f are control frames
- * (not sequenced, may be lost, never retransmitted as such).  Unassigned
- * values are reserved: 0x0a..0x0f for later sequenced operations
- * (memory-based FIFO, memory-based signal), 0x14..0x1f for control.
+ * (not sequenced, may be lost, never retransmitted as such).  DGRAM (0x14)
+ * is unsequenced too: a datagram for a UD QP.  Unassigned values are
+ * reserved: 0x0b..0x0f for later sequenced operations (memory-based FIFO,
+ * memory-based signal), 0x15..0x1f for unsequenced frames.
  */
 enum mbcf_op {
 	MBCF_OP_WRITE		= 0x01,
@@ -107,10 +124,12 @@ enum mbcf_op {
 	MBCF_OP_ATOMIC_RESP	= 0x07,
 	MBCF_OP_SEND		= 0x08,
 	MBCF_OP_SEND_IMM	= 0x09,
+	MBCF_OP_SEND_INV	= 0x0a,	/* SEND, then invalidate inv_rkey */
 	MBCF_OP_ACK		= 0x10,
 	MBCF_OP_LOST		= 0x11,
 	MBCF_OP_STOP		= 0x12,
 	MBCF_OP_GO		= 0x13,
+	MBCF_OP_DGRAM		= 0x14,	/* a datagram (UD) */
 	MBCF_OP_MAX		= 0x20,	/* table size, not an opcode */
 };
 
@@ -121,7 +140,8 @@ enum mbcf_op {
 #define MBCF_F_FIRST		0x02	/* first frame of a segmented message */
 #define MBCF_F_LAST		0x04	/* last frame of a segmented message */
 #define MBCF_F_SOLICITED	0x08	/* SEND(_IMM)/WRITE_IMM: solicited event */
-#define MBCF_F_ALL		0x0f
+#define MBCF_F_IMM		0x10	/* DGRAM: imm is valid */
+#define MBCF_F_ALL		0x1f
 
 /* Status (byte 3 of ACK): the responder's verdict on frame ack_psn. */
 enum mbcf_status {

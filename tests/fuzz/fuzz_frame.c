@@ -29,6 +29,11 @@ static int fz_target_write(void *env, u32 rkey, u64 va, const u8 *src, u32 len)
 	return rkey & 1 ? MBCF_ST_REMOTE_ACCESS_ERROR : MBCF_ST_OK;
 }
 
+static int fz_check_write(void *env, u32 rkey, u64 va, u32 len)
+{
+	return rkey & 1 ? MBCF_ST_REMOTE_ACCESS_ERROR : MBCF_ST_OK;
+}
+
 static int fz_check_read(void *env, u32 rkey, u64 va, u32 len)
 {
 	return rkey & 1 ? MBCF_ST_REMOTE_ACCESS_ERROR : MBCF_ST_OK;
@@ -46,13 +51,16 @@ static int fz_claim(void *env, u64 *cookie, u32 *cap)
 
 	*cookie = ++n;
 	*cap = 4096;
-	return (n % 5) == 0;	/* sometimes not ready: STOP */
+	if (n % 13 == 0)
+		return MBCF_CLAIM_BAD;	/* sometimes a broken receive queue */
+	return n % 5 == 0 ? MBCF_CLAIM_NONE : MBCF_CLAIM_OK;	/* STOP */
 }
 
-static void fz_recv_write(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
+static int fz_recv_write(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
 {
 	if (off + len > 4096)
 		abort();	/* the core must have checked the capacity */
+	return cookie % 7 == 0;	/* sometimes a local protection error */
 }
 
 static int fz_resp(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
@@ -60,13 +68,23 @@ static int fz_resp(void *env, u64 cookie, u32 off, const u8 *src, u32 len)
 	return 0;
 }
 
-static void fz_complete(void *env, const struct mbcf_cqe *cqe) {}
+static int fz_complete(void *env, const struct mbcf_cqe *cqe)
+{
+	return cqe->cookie % 11 == 0;	/* sometimes an overrun */
+}
 static void fz_timer(void *env, u64 at) {}
+static int fz_local(void *env, u64 cookie) { return MBCF_WC_SUCCESS; }
+
+static int fz_invalidate(void *env, u32 rkey)
+{
+	return rkey & 1 ? MBCF_ST_REMOTE_INVALID_REQUEST : MBCF_ST_OK;
+}
 static void fz_error(void *env, u8 st) {}
 
 static const struct mbcf_ops fz_ops = {
 	.xmit = fz_xmit,
 	.target_write = fz_target_write,
+	.target_check_write = fz_check_write,
 	.target_check_read = fz_check_read,
 	.target_atomic = fz_atomic,
 	.recv_claim = fz_claim,
@@ -75,6 +93,8 @@ static const struct mbcf_ops fz_ops = {
 	.complete = fz_complete,
 	.timer = fz_timer,
 	.error = fz_error,
+	.local = fz_local,
+	.invalidate = fz_invalidate,
 };
 
 static void fz_roundtrip(const u8 *data, size_t size)
@@ -115,13 +135,19 @@ static void fz_conn(const u8 *data, size_t size)
 	struct mbcf_frame f;
 	u64 now = 1;
 
+	/* the same frames against a reliable and an unreliable connection */
+	cfg.uc = size && (data[0] & 0x80);
 	if (mbcf_conn_init(&c, &cfg, &fz_ops, NULL, req, 8, resp, 4))
 		abort();
 	/* something outstanding, so that ACKs and responses have a target */
 	mbcf_conn_post(&c, &wr, now);
 	wr.op = MBCF_OP_FETCH_ADD;
 	mbcf_conn_post(&c, &wr, now);
-	wr.op = MBCF_OP_SEND;
+	wr.op = MBCF_OP_LOCAL;
+	wr.flags = MBCF_WR_FENCE_ALL;
+	mbcf_conn_post(&c, &wr, now);
+	wr.op = MBCF_OP_SEND_INV;
+	wr.flags = 0;
 	mbcf_conn_post(&c, &wr, now);
 	while (size >= 2) {
 		size_t n = (size_t)data[0] << 8 | data[1];

@@ -16,6 +16,9 @@ int xmit(void *env, const u8 *hdr, u32 hdr_len, const mbcf_payload *pl)
 		e->busy--;
 		return 1;
 	}
+	if (pl->kind == MBCF_PL_WR && e->fault_cookie &&
+	    pl->cookie == e->fault_cookie)
+		return MBCF_XMIT_FAULT;	// its buffer is gone
 	if (pl->kind == MBCF_PL_WR) {
 		auto &buf = e->local.at(pl->cookie);
 		fr.insert(fr.end(), buf.begin() + pl->offset,
@@ -40,6 +43,14 @@ int target_write(void *env, u32 rkey, u64 va, const u8 *src, u32 len)
 	E(env)->target_writes++;
 	memcpy(r->bytes() + (va - r->base), src, len);
 	return MBCF_ST_OK;
+}
+
+int target_check_write(void *env, u32 rkey, u64 va, u32 len)
+{
+	int st;
+
+	E(env)->find(rkey, va, len, ACC_WRITE, &st);
+	return st;
 }
 
 int target_check_read(void *env, u32 rkey, u64 va, u32 len)
@@ -75,22 +86,28 @@ int recv_claim(void *env, u64 *cookie, u32 *cap)
 {
 	Env *e = E(env);
 
+	if (e->claim_bad)
+		return MBCF_CLAIM_BAD;
 	if (e->recvs.empty())
-		return 1;
+		return MBCF_CLAIM_NONE;
 	*cookie = e->recvs.front().cookie;
 	*cap = e->recvs.front().cap;
 	e->recvs.pop_front();
 	e->recv_buf[*cookie].clear();
-	return 0;
+	return MBCF_CLAIM_OK;
 }
 
-void recv_write(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
+int recv_write(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
 {
-	auto &b = E(env)->recv_buf[cookie];
+	Env *e = E(env);
+	auto &b = e->recv_buf[cookie];
 
+	if (e->recv_write_fail_at >= 0 && offset + len > (u32)e->recv_write_fail_at)
+		return 1;
 	if (b.size() < offset + len)
 		b.resize(offset + len);
 	memcpy(b.data() + offset, src, len);
+	return 0;
 }
 
 int resp_data(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
@@ -103,12 +120,19 @@ int resp_data(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
 	return 0;
 }
 
-void complete(void *env, const mbcf_cqe *cqe)
+int complete(void *env, const mbcf_cqe *cqe)
 {
+	Env *e = E(env);
+
+	if (e->cq_room == 0)
+		return 1;	// overrun: lost
+	if (e->cq_room > 0)
+		e->cq_room--;
 	if (cqe->flags & MBCF_CQE_RECV)
-		E(env)->rcqes.push_back(*cqe);
+		e->rcqes.push_back(*cqe);
 	else
-		E(env)->cqes.push_back(*cqe);
+		e->cqes.push_back(*cqe);
+	return 0;
 }
 
 void timer(void *env, u64 at)
@@ -128,12 +152,36 @@ void xmit_flush(void *env)
 	E(env)->flushes++;
 }
 
+int local(void *env, u64 cookie)
+{
+	Env *e = E(env);
+	auto it = e->local_status.find(cookie);
+
+	e->locals_run.push_back(cookie);
+	return it == e->local_status.end() ? (int)MBCF_WC_SUCCESS : it->second;
+}
+
+int invalidate(void *env, u32 rkey)
+{
+	Env *e = E(env);
+
+	for (auto it = e->inv_keys.begin(); it != e->inv_keys.end(); ++it) {
+		if (*it == rkey) {
+			e->inv_keys.erase(it);
+			e->invalidated.push_back(rkey);
+			return MBCF_ST_OK;
+		}
+	}
+	return MBCF_ST_REMOTE_INVALID_REQUEST;
+}
+
 }  // namespace
 
 const mbcf_ops kOps = {
 	.xmit = xmit,
 	.xmit_flush = xmit_flush,
 	.target_write = target_write,
+	.target_check_write = target_check_write,
 	.target_check_read = target_check_read,
 	.target_atomic = target_atomic,
 	.recv_claim = recv_claim,
@@ -142,6 +190,8 @@ const mbcf_ops kOps = {
 	.complete = complete,
 	.timer = timer,
 	.error = error,
+	.local = local,
+	.invalidate = invalidate,
 };
 
 }  // namespace mbcft

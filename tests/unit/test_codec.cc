@@ -87,6 +87,12 @@ mbcf_frame sample(uint8_t op)
 		f.req_psn = 0xFFFFFE;
 		f.operand[0] = 0xfedcba9876543210ull;
 		break;
+	case MBCF_OP_SEND_INV:
+		f.rkey = 0x00abcd07;
+		f.offset = 2880;
+		f.paylen = 1;
+		f.flags |= MBCF_F_FIRST | MBCF_F_LAST;
+		break;
 	case MBCF_OP_SEND_IMM:
 		f.imm = 0x01020304;
 		[[fallthrough]];
@@ -99,6 +105,21 @@ mbcf_frame sample(uint8_t op)
 		f.status = MBCF_ST_REMOTE_OP_ERROR;
 		f.flags = 0;
 		break;
+	case MBCF_OP_DGRAM: {
+		static const uint8_t s[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+		static const uint8_t d[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 10 };
+
+		f.psn = f.ack_psn = 0;
+		f.flags = MBCF_F_SOLICITED | MBCF_F_IMM;
+		f.rkey = 0x80010000;
+		f.imm = 0xa1b2c3d4;
+		f.vtf = 6u << 28 | 0x20u << 20 | 0x12345;
+		f.hop_limit = 64;
+		f.sgid = s;
+		f.dgid = d;
+		f.paylen = 256;
+		break;
+	}
 	default:
 		f.flags = 0;
 		break;
@@ -119,7 +140,8 @@ std::vector<uint8_t> encode(const mbcf_frame &f, uint8_t fill = 0x5a)
 const uint8_t kAllOps[] = {
 	MBCF_OP_WRITE, MBCF_OP_WRITE_IMM, MBCF_OP_READ_REQ, MBCF_OP_READ_RESP,
 	MBCF_OP_CMP_SWAP, MBCF_OP_FETCH_ADD, MBCF_OP_ATOMIC_RESP, MBCF_OP_SEND,
-	MBCF_OP_SEND_IMM, MBCF_OP_ACK, MBCF_OP_LOST, MBCF_OP_STOP, MBCF_OP_GO,
+	MBCF_OP_SEND_IMM, MBCF_OP_SEND_INV, MBCF_OP_ACK, MBCF_OP_LOST, MBCF_OP_STOP,
+	MBCF_OP_GO, MBCF_OP_DGRAM,
 };
 
 int parse_bytes(std::vector<uint8_t> b, mbcf_counters *ctr)
@@ -135,7 +157,8 @@ TEST(Codec, HeaderSizesFitA1500ByteFrame)
 	EXPECT_EQ(mbcf_codec_hdr_len(MBCF_OP_WRITE), 36u);
 	EXPECT_EQ(mbcf_codec_hdr_len(MBCF_OP_ACK), 24u);
 	EXPECT_EQ(mbcf_codec_hdr_len(0), 0u);
-	EXPECT_EQ(mbcf_codec_hdr_len(0x0a), 0u);
+	EXPECT_EQ(mbcf_codec_hdr_len(MBCF_OP_SEND_INV), 32u);
+	EXPECT_EQ(mbcf_codec_hdr_len(0x0b), 0u);
 	for (uint8_t op : kAllOps)
 		EXPECT_LE(mbcf_codec_hdr_len(op), (uint32_t)MBCF_HDR_MAX);
 	EXPECT_GE(mbcf_codec_max_payload(1500, MBCF_OP_WRITE), 1440u);
@@ -312,9 +335,9 @@ TEST(Codec, BuildRejectsUnknownOpcode)
 	mbcf_frame f{};
 	uint8_t b[MBCF_HDR_MAX];
 
-	f.op = 0x0a;
+	f.op = 0x0b;
 	EXPECT_EQ(mbcf_codec_build(&f, b), 0u);
-	EXPECT_STREQ(mbcf_codec_op_name(0x0a), "UNKNOWN");
+	EXPECT_STREQ(mbcf_codec_op_name(0x0b), "UNKNOWN");
 }
 
 TEST(Counters, NamesAreUniqueAndWalkable)

@@ -4,68 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "pair.h"
 
 using namespace mbcft;
 
 namespace {
 
-constexpr uint32_t kRkey = 0x77;
-constexpr uint64_t kBase = 0x10000;
-constexpr uint64_t kMs = 1000000;
-
-class Pair : public ::testing::Test {
-protected:
-	Env a, b;
-	uint64_t now = 1000;
-	uint64_t next_cookie = 1;
-
-	void SetUp() override { setup(default_cfg(0x11, 0x22, 100, 200),
-				      default_cfg(0x22, 0x11, 200, 100)); }
-
-	void setup(mbcf_conn_cfg ca, mbcf_conn_cfg cb)
-	{
-		a = Env();
-		b = Env();
-		ASSERT_EQ(a.init(ca), 0);
-		ASSERT_EQ(b.init(cb), 0);
-		a.add_region(kRkey, kBase, 1 << 16, ACC_ALL);
-		b.add_region(kRkey, kBase, 1 << 16, ACC_ALL);
-		b.add_region(0x99, 0x90000, 4096, ACC_READ);
-	}
-
-	bool defer = false;	// enqueue only; the test kicks
-
-	uint64_t post(Env &e, uint8_t op, uint32_t len, uint64_t raddr = kBase,
-		      uint32_t rkey = kRkey, uint8_t fill = 0xab)
-	{
-		mbcf_wr w = make_wr(next_cookie++, op, len, raddr, rkey);
-		e.local[w.cookie] = std::vector<uint8_t>(op == MBCF_OP_CMP_SWAP ||
-			op == MBCF_OP_FETCH_ADD ? 8 : len, fill);
-		w.swap_add = 5;
-		w.compare = 0;
-		w.imm = 0x1234;
-		if (defer)
-			EXPECT_EQ(mbcf_conn_enqueue(&e.conn, &w), 0);
-		else
-			EXPECT_EQ(mbcf_conn_post(&e.conn, &w, now), 0);
-		return w.cookie;
-	}
-
-	mbcf_frame frame(Env &e, size_t i)
-	{
-		mbcf_frame f{};
-		EXPECT_TRUE(parse(e.out.at(i), &f));
-		return f;
-	}
-
-	void fire(Env &e)
-	{
-		ASSERT_NE(e.timer_at, 0u);
-		now = e.timer_at;
-		e.timer_at = 0;
-		mbcf_conn_timeout(&e.conn, now);
-	}
-};
 
 TEST(Conn, InitRejectsBadConfig)
 {
@@ -531,6 +475,188 @@ TEST_F(Pair, AccessViolationNaksAndErrorsBothSides)
 	EXPECT_EQ(b.errors, 1);
 }
 
+// A responder that NAKs its peer's request fails none of its own requests:
+// they are flushed (8.2); the error is the peer's (found by tests/vm/wire.sh).
+TEST_F(Pair, RespondersNakFlushesItsOwnRequests)
+{
+	uint64_t mine = post(b, MBCF_OP_READ_REQ, 64);	// b's own read
+	b.out.clear();		// never answered
+	post(a, MBCF_OP_WRITE, 10, 0x90000, 0x99);	// read-only at b: NAKed
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	ASSERT_EQ(b.cqes.size(), 1u);
+	EXPECT_EQ(b.cqes[0].cookie, mine);
+	EXPECT_EQ(b.cqes[0].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// A datagram is for a UD QP: a connection takes none.  It gets its one
+// verdict (drop_wrong_qp); its ack_psn (0) neither acknowledges anything nor
+// fixes where the stream starts; it owes no ACK (found by tests/vm/wire.sh).
+TEST_F(Pair, DatagramAtAConnectionIsDropped)
+{
+	uint8_t gid[16] = {}, hdr[MBCF_HDR_MAX];
+	mbcf_frame f{};
+
+	f.op = MBCF_OP_DGRAM;
+	f.flags = MBCF_F_ACKREQ;
+	f.dst_qpn = 0x22;
+	f.src_qpn = 0x11;
+	f.vtf = 6u << 28;
+	f.sgid = gid;
+	f.dgid = gid;
+	uint32_t hl = mbcf_codec_build(&f, hdr);
+	ASSERT_EQ(hl, (uint32_t)MBCF_DGRAM_HDR_LEN);
+	ASSERT_FALSE(b.conn.snd_fixed);		// RTR: the peer's first frame fixes it
+	deliver(b, std::vector<uint8_t>(hdr, hdr + hl), now);
+	EXPECT_EQ(b.conn.ctr.drop_wrong_qp, 1u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+	EXPECT_FALSE(b.conn.snd_fixed);
+	EXPECT_EQ(b.conn.snd_una, 200u);
+	EXPECT_TRUE(b.out.empty());
+}
+
+// A write frame whose payload comes in pieces (a non-linear skb) is checked
+// whole before a byte is written (section 9): one crossing the end of its
+// region leaves nothing behind, not its first pieces (tests/vm/wire.sh).
+TEST_F(Pair, RejectedWriteInPiecesWritesNothing)
+{
+	const uint32_t size = 1 << 16;
+	uint8_t *t = b.target(kRkey, kBase);
+	std::vector<uint8_t> zero(100, 0);
+
+	post(a, MBCF_OP_WRITE, 1000, kBase + size - 100);
+	ASSERT_EQ(a.out.size(), 1u);
+	deliver_split(b, a.out.front(), now);	// pieces of 1, 499, 500 bytes
+	a.out.pop_front();
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.remote_errors, 1u);
+	EXPECT_EQ(b.target_writes, 0);
+	EXPECT_EQ(memcmp(t + size - 100, zero.data(), 100), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// A receive buffer the responder may not write fails that receive with
+// LOC_PROT_ERR and the requester's send with REM_OP_ERR (verbs); both QPs
+// end in error and every frame is accounted for.
+TEST_F(Pair, ReceiveBufferFaultIsRemoteOperationalError)
+{
+	b.recvs.push_back({7, 4000});
+	b.recv_write_fail_at = 2000;	// inside the second frame
+	uint64_t c = post(a, MBCF_OP_SEND, 3000);
+	settle(a, b, now);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].cookie, 7u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.remote_errors, 1u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_OP_ERR);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// A receive queue the environment finds malformed is not an RNR condition:
+// the message is NAKed (REM_OP_ERR) and no receive completes.
+TEST_F(Pair, MalformedReceiveQueueIsRemoteOperationalError)
+{
+	b.claim_bad = true;
+	uint64_t c = post(a, MBCF_OP_SEND, 10);
+	settle(a, b, now);
+	EXPECT_TRUE(b.rcqes.empty());
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.stop_tx, 0u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_OP_ERR);
+}
+
+// A completion the environment could not deliver (CQ overrun) leaves the
+// connection unreliable: it enters ERROR once, at the end of the call.
+TEST_F(Pair, UndeliverableCompletionEntersError)
+{
+	a.cq_room = 1;
+	defer = true;
+	for (int i = 0; i < 3; i++)
+		post(a, MBCF_OP_WRITE, 10);
+	mbcf_conn_kick(&a.conn, now);
+	settle(a, b, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.errors, 1);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.conn.ctr.send_completions, 3u);
+}
+
+// docs/protocol.md 8.3: a NAK ends the connection only when it names the
+// psn the requester waits on; stale or made-up ones are dropped and counted.
+TEST_F(Pair, NakMustNameTheAwaitedPsn)
+{
+	auto nak = [](uint32_t ack_psn) {
+		mbcf_frame f{};
+		f.op = MBCF_OP_ACK;
+		f.status = MBCF_ST_REMOTE_ACCESS_ERROR;
+		f.dst_qpn = 0x11;
+		f.src_qpn = 0x22;
+		f.psn = 200;
+		f.ack_psn = ack_psn;
+		std::vector<uint8_t> b(MBCF_HDR_MAX);
+		b.resize(mbcf_codec_build(&f, b.data()));
+		return b;
+	};
+	deliver(a, nak(100), now);	// nothing outstanding yet
+	uint64_t c = post(a, MBCF_OP_WRITE, 10);	// psn 100
+	deliver(a, nak(99), now);	// before it
+	deliver(a, nak(0x500000), now);	// far beyond anything sent
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(a.conn.ctr.drop_bad_ack, 3u);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 0u);
+	EXPECT_TRUE(a.cqes.empty());
+	deliver(a, nak(100), now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 1u);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+}
+
+// Every frame that enters the receive path gets exactly one verdict, also
+// for frames the parser rejects, duplicates, gaps and control frames.
+TEST_F(Pair, EveryReceivedFrameHasOneVerdict)
+{
+	post(a, MBCF_OP_WRITE, 3000);	// 3 frames
+	ASSERT_EQ(a.out.size(), 3u);
+	auto f0 = a.out[0], f1 = a.out[1], f2 = a.out[2];
+	a.out.clear();
+	deliver(b, f0, now);		// accepted
+	deliver(b, f0, now);		// duplicate
+	deliver(b, f2, now);		// gap: LOST
+	auto bad = f1;
+	bad[0] = 9;			// version
+	deliver(b, bad, now);
+	bad = f1;
+	bad.resize(10);			// truncated
+	deliver(b, bad, now);
+	deliver(b, f1, now);
+	deliver(b, f2, now);
+	EXPECT_EQ(b.dev_ctr.rx_frames, 7u);
+	EXPECT_EQ(b.conn.ctr.rx_accepted, 3u);
+	EXPECT_EQ(b.conn.ctr.drop_duplicate, 1u);
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 1u);
+	EXPECT_EQ(b.dev_ctr.drop_bad_version, 1u);
+	EXPECT_EQ(b.dev_ctr.drop_truncated, 1u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+	settle(a, b, now);	// the LOST makes a go back: more duplicates
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 TEST_F(Pair, LostNakIsRepeatedOnRetry)
 {
 	post(a, MBCF_OP_READ_REQ, 10, 0x80000);		// outside every region
@@ -726,6 +852,72 @@ TEST_F(Pair, LocalProtectionErrorOnResponseData)
 	EXPECT_EQ(a.error_status, MBCF_WC_LOC_PROT_ERR);
 }
 
+// The read's response data cannot be placed, and the write after it was
+// acknowledged first: verbs completes in order, and nothing after an error
+// succeeds -- the write is flushed although the peer executed it.
+TEST_F(Pair, LocalProtectionErrorFlushesAcknowledgedLaterRequests)
+{
+	uint64_t c = post(a, MBCF_OP_READ_REQ, 100);
+	post(a, MBCF_OP_WRITE, 10);
+	a.local[c].resize(10);		// the local buffer cannot take the data
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 2u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_READ_RESP);
+	EXPECT_EQ(frame(b, 1).op, MBCF_OP_ACK);
+	b.out.pop_front();		// the response is lost, the write's ack is not
+	pump(b, a, now);
+	EXPECT_TRUE(a.cqes.empty());	// the write waits for the read
+	now += 2 * kMs;
+	mbcf_conn_timeout(&b.conn, now);	// B sends its response again
+	settle(a, b, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(b.target_writes, 1);	// it did land
+}
+
+// A request whose local buffer is gone when its frame is built (verbs:
+// the MR was deregistered under it) fails with LOC_PROT_ERR; what came
+// before completes, what comes after is flushed.
+TEST_F(Pair, XmitFaultFailsTheRequestWithLocalProtectionError)
+{
+	uint64_t c1 = post(a, MBCF_OP_WRITE, 10);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	defer = true;
+	uint64_t c2 = post(a, MBCF_OP_WRITE, 3000);
+	uint64_t c3 = post(a, MBCF_OP_SEND, 10);
+	a.fault_cookie = c2;
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_TRUE(a.out.empty());	// no byte of it leaves
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.errors, 1);
+	ASSERT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.cqes[0].cookie, c1);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[1].cookie, c2);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.cqes[2].cookie, c3);
+	EXPECT_EQ(a.cqes[2].status, MBCF_WC_WR_FLUSH_ERR);
+}
+
+// ... also when it goes mid-message: the frames sent are not taken back.
+TEST_F(Pair, XmitFaultMidMessage)
+{
+	uint64_t c = post(a, MBCF_OP_WRITE, 20000);	// 14 frames, window 16
+	ASSERT_GE(a.out.size(), 2u);
+	a.out.resize(1);		// all but the first are lost
+	a.fault_cookie = c;		// and its memory goes
+	pump(a, b, now);
+	now += 2 * kMs;
+	fire(a);			// the retransmission cannot be built
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+}
+
 TEST_F(Pair, ResetConnectionDropsEverything)
 {
 	post(a, MBCF_OP_WRITE, 10);
@@ -752,7 +944,7 @@ TEST_F(Pair, PostRejectsBadRequests)
 	w.len = MBCF_MSG_MAX + 1;
 	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
 	w.len = 1;
-	w.flags = 0x40;
+	w.flags = 0x20;
 	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
 	w.flags = 0;
 	a.local[1] = std::vector<uint8_t>(1);

@@ -382,12 +382,14 @@ void Sim::check_side(int i)
 }
 
 // With one access violation: ops before it succeed (reads/atomics may be
-// flushed: their responses die with the responder), it fails with
+// flushed: their responses die with the responder, and then so is
+// everything after them, verbs completing in order), it fails with
 // REM_ACCESS_ERR, everything after it is flushed; all exactly once, in order.
 void Sim::check_error_side(int i)
 {
 	Side &me = s[i];
 	size_t bad = me.ops.size();
+	bool failed = false;	// an earlier op completed in error
 
 	for (size_t k = 0; k < me.ops.size(); k++)
 		if (me.ops[k].bad)
@@ -403,15 +405,18 @@ void Sim::check_error_side(int i)
 		}
 		bool rd = mbcf_op_is_rd_for_test(o.wr.op);
 		if (k < bad && c.status == MBCF_WC_SUCCESS) {
+			ASSERT_FALSE(failed) << "op " << k << " succeeded after an error";
 			if (!o.expect.empty()) {
 				ASSERT_EQ(me.env.local[o.wr.cookie], o.expect) << k;
 			}
 			continue;
 		}
-		// flushed: after the bad op, a read before it, or anything once the
-		// peer went down because of the other direction's violation
+		// flushed: after the bad op, a read before it, anything after an
+		// op flushed, or anything once the peer went down because of the
+		// other direction's violation
 		ASSERT_EQ(c.status, MBCF_WC_WR_FLUSH_ERR) << "op " << k << " bad " << bad;
-		ASSERT_TRUE(k > bad || rd || bad_side != i) << k;
+		ASSERT_TRUE(k > bad || rd || failed || bad_side != i) << k;
+		failed = true;
 	}
 }
 
@@ -491,6 +496,8 @@ void Sim::run()
 			}
 		}
 		check_error_side(0);
+		for (int i = 0; i < 2; i++)
+			EXPECT_EQ(rx_unaccounted(s[i].env), 0) << "side " << i;
 		for (auto &o : s[0].ops)
 			g_bad_ops += o.bad;
 		for (auto &c : s[0].env.cqes)
@@ -501,6 +508,7 @@ void Sim::run()
 	if (!::testing::Test::HasFatalFailure())
 		check_side(1);
 	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(rx_unaccounted(s[i].env), 0) << "side " << i;
 		mbcf_counters_add(&g_total, &s[i].env.conn.ctr);
 		mbcf_counters_add(&g_total, &s[i].env.dev_ctr);
 	}

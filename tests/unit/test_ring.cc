@@ -84,8 +84,12 @@ TEST(Ring, LayoutMatchesTheAbi)
 	// Indices far apart on the 2^32 circle still land on entry i & mask.
 	EXPECT_EQ(static_cast<uint8_t *>(mbcf_ring_entry(&r.prod, 0xffffffffu)),
 		  b + 256 + 7 * 48);
-	EXPECT_EQ(sizeof(mbcf_send_wqe) % 8, 0u);
+	// The same sizes and offsets as the C compilers of both sides see.
+	EXPECT_EQ(sizeof(mbcf_send_wqe), 56u);
+	EXPECT_EQ(offsetof(mbcf_send_wqe, sge), 56u);
+	EXPECT_EQ(offsetof(mbcf_send_wqe, inline_data), 56u);
 	EXPECT_EQ(sizeof(mbcf_recv_wqe), 16u);
+	EXPECT_EQ(offsetof(mbcf_recv_wqe, sge), 16u);
 	EXPECT_EQ(sizeof(mbcf_sge), 16u);
 	EXPECT_EQ(sizeof(mbcf_ring_info) % 8, 0u);
 }

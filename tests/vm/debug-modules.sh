@@ -10,8 +10,9 @@
 #                              (built in) and modprobe/rmmod mbcf just work
 #   OUT/kmod/                  the staged Kbuild dir (kmod/stage.sh)
 #
-#   tests/vm/debug-modules.sh OUT
-# OUT must be visible to the guest: not under /tmp.
+#   tests/vm/debug-modules.sh OUT VERSION_HEADER
+# OUT must be visible to the guest: not under /tmp.  VERSION_HEADER is the
+# build's generated mbcf-version.h (<build>/mbcf-version.h).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,7 +22,8 @@ die() {
 	echo "debug-modules.sh: $*" >&2
 	exit 1
 }
-[ $# = 1 ] || die "usage: debug-modules.sh OUT"
+[ $# = 2 ] || die "usage: debug-modules.sh OUT VERSION_HEADER"
+[ -r "$2" ] || die "no $2 (configure the build first)"
 mkdir -p "$1"
 out=$(realpath "$1")
 case "$out" in
@@ -35,7 +37,7 @@ rel=$(cat "$tree/include/config/kernel.release")
 # Same as kmod/CMakeLists.txt does for the stock kernel, plus -g: the kernel
 # has no debug info, but reports in mbcf can then be decoded with
 # scripts/faddr2line OUT/kmod/mbcf.ko func+0xoff.
-"$src/kmod/stage.sh" "$src" "$out/kmod"
+"$src/kmod/stage.sh" "$src" "$out/kmod" "$2"
 make -s -C "$tree" M="$out/kmod" KCFLAGS=-g modules
 
 mods=$out/lib/modules/$rel

@@ -45,7 +45,7 @@ info=$(ibv_devinfo -v -d mbcf0 2>&1)
 printf '%s\n' "$info" | head -n 60
 check assert_match 'state:\s+PORT_ACTIVE \(4\)' "$info" "mbcf0 port state"
 check assert_match 'link_layer:\s+Ethernet' "$info" "mbcf0 link layer"
-check assert_match 'active_mtu:\s+2048 \(4\)' "$info" "mbcf0 active_mtu at MTU 1500"
+check assert_match 'active_mtu:\s+1024 \(3\)' "$info" "mbcf0 active_mtu at MTU 1500"
 check assert_match 'max_qp_rd_atom:\s+16$' "$info" "mbcf0 max_qp_rd_atom"
 check assert_match 'atomic_cap:\s+ATOMIC_GLOB' "$info" "mbcf0 atomic_cap"
 check assert_match "GID\[\s*0\]:\s+fe80:0000:0000:0000:$e0" "$info" "mbcf0 GID[0] via ibv_devinfo"

@@ -155,18 +155,9 @@ check lock cl_loop_2 30 loop loop
 check lock cl_mixed_3 30 ns1 loop ns1
 
 # --- everything was torn down ------------------------------------------------------
-# res_count TYPE: restrack objects (qp, mr, ...) of the device(s) that
-# `rdma resource show` on stdin lists, e.g.
-# "0: mbcf0: pd 1 cq 0 qp 0 cm_id 0 mr 3 ctx 1".
-res_count() {
-	awk -v t="$1" '{ for (i = 1; i < NF; i++) if ($i == t) n += $(i + 1) }
-		END { print n + 0 }'
-}
-res0=$(rdma resource show mbcf0)
-res1=$(in_ns1 rdma resource show mbcf1)
 for t in qp cq mr pd ctx; do
-	check assert_eq 0 "$(res_count "$t" <<<"$res0")" "mbcf0 $t objects at the end"
-	check assert_eq 0 "$(res_count "$t" <<<"$res1")" "mbcf1 $t objects at the end"
+	check assert_eq 0 "$(vm_res "$t" mbcf0)" "mbcf0 $t objects at the end"
+	check assert_eq 0 "$(vm_res "$t" mbcf1)" "mbcf1 $t objects at the end"
 done
 rdma statistic show link mbcf0/1 2>/dev/null | head -n 3
 

@@ -17,13 +17,6 @@ vm_require_mbcf
 prog=$(vm_test_prog mbcf_verbs_errors "${1:-}") || exit 1
 PORT=18515
 
-# res TYPE: objects of TYPE (qp, cq, mr, pd) on mbcf0 and mbcf1, counted
-# from the per-object lines of `rdma resource show TYPE`.
-res() {
-	rdma resource show "$1" 2>/dev/null |
-		awk '/(^|[[:space:]])(dev|link) mbcf[01]([\/[:space:]]|$)/ { n++ } END { print n + 0 }'
-}
-
 # res_summary: the per-device summary lines of mbcf0/mbcf1.
 res_summary() {
 	rdma resource show 2>/dev/null | awk '$2 ~ /^mbcf[01]:$/' | tr '\n' ' '
@@ -37,7 +30,7 @@ vm_log "pinned pages at start: $base_pins; $(res_summary)"
 clean() {
 	local what=$1 t end=$((SECONDS + 30)) q c m p pins
 	while :; do
-		q=$(res qp) c=$(res cq) m=$(res mr) p=$(res pd) pins=$(vm_pins_held)
+		q=$(vm_res qp) c=$(vm_res cq) m=$(vm_res mr) p=$(vm_res pd) pins=$(vm_pins_held)
 		[ "$q$c$m$p" = 0000 ] && [ "$pins" = "$base_pins" ] && break
 		[ "$SECONDS" -ge "$end" ] && break
 		sleep 0.5
@@ -84,7 +77,7 @@ wait_exit() {
 
 # --- 1. a normal perftest run ---------------------------------------------------
 vm_phase "normal ib_write_bw run"
-check assert_eq 0 "$(res qp)" "QPs on mbcf0/1 at start"
+check assert_eq 0 "$(vm_res qp)" "QPs on mbcf0/1 at start"
 timeout 120 ib_write_bw -d mbcf0 -x 0 -F -n 200 -s 65536 >/tmp/hy-srv.log 2>&1 &
 spid=$!
 wait_listen "$spid"
@@ -111,14 +104,14 @@ killmid() {
 	cpid=$!
 	# wait until both QPs exist and frames flow, then ~1 s more
 	local end=$((SECONDS + 30)) tx0 tx
-	until [ "$(res qp)" -ge 2 ]; do
+	until [ "$(vm_res qp)" -ge 2 ]; do
 		[ "$SECONDS" -ge "$end" ] && break
 		sleep 0.2
 	done
 	tx0=$(rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }')
 	sleep 1
 	tx=$(rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }')
-	vm_log "QPs $(res qp), mbcf1 tx_frames $tx0 -> $tx before the kill"
+	vm_log "QPs $(vm_res qp), mbcf1 tx_frames $tx0 -> $tx before the kill"
 	if [ "$victim" = client ]; then
 		kill -KILL "$cpid"
 		wait "$cpid" 2>/dev/null
@@ -163,10 +156,10 @@ until grep -q '^ready\|^setup' /tmp/hy-hold.log; do
 	sleep 0.3
 done
 cat /tmp/hy-hold.log
-check assert_eq "$((2 * npairs))" "$(res qp)" "QPs while held"
-check assert_eq "$((2 * npairs))" "$(res cq)" "CQs while held"
-check assert_eq "$((2 * npairs))" "$(res mr)" "MRs while held"
-check assert_eq 2 "$(res pd)" "PDs while held"
+check assert_eq "$((2 * npairs))" "$(vm_res qp)" "QPs while held"
+check assert_eq "$((2 * npairs))" "$(vm_res cq)" "CQs while held"
+check assert_eq "$((2 * npairs))" "$(vm_res mr)" "MRs while held"
+check assert_eq 2 "$(vm_res pd)" "PDs while held"
 # each MR is 64 KiB, page aligned: 16 pages; rings are kernel memory
 check assert_eq "$((2 * npairs * 65536 / 4096))" "$(($(vm_pins_held) - base_pins))" "pages pinned while held"
 tx_of() { rdma statistic show link "$1/1" | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }'; }

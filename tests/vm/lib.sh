@@ -7,6 +7,10 @@
 # --no-topology): veth0 192.0.2.10/24 in the initial namespace, its peer veth1
 # 192.0.2.11/24 in namespace ns1; rxe0 on veth0; mbcf0 on veth0 and mbcf1 on
 # veth1 (in ns1) when the mbcf module is installed.
+#
+# Under tests/vm/run2.sh (two guests, VM_PAIR_ROLE=A or B) the topology is
+# vm_pair_topology instead: the NIC on the link between the guests, mbcf0 and
+# rxe0 on it, and the pair helpers (vm_pair_*) below.
 
 [ -n "${MBCF_VM_LIB_LOADED:-}" ] && return 0
 MBCF_VM_LIB_LOADED=1
@@ -60,6 +64,26 @@ vm_pins_held() {
 	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
 	     $1 == "nr_foll_pin_released" { r = $2 }
 	     END { print a - r }' /proc/vmstat
+}
+
+# vm_res TYPE [DEVS]: objects of TYPE (qp, cq, mr, pd, ctx, srq, ...) that
+# processes hold on the devices matching the regex DEVS (default: every
+# mbcfN).  The per-device summary of `rdma resource show` counts them all,
+# the kernel's own included: the GSI QP1 of every RoCE port, its CQ and PD,
+# owned by ib_core for as long as the device lives.  Those are the lines of
+# the per-object listing that name no pid; they are subtracted.  (The
+# per-object listing alone stops short with thousands of objects; the
+# kernel's, created with the device, come first in it.)
+vm_res() {
+	local d=${2:-mbcf[0-9]+} all kern
+	all=$(rdma resource show 2>/dev/null | awk -v t="$1" -v d="$d" '
+		$2 ~ ("^" d ":$") { for (i = 3; i < NF; i++) if ($i == t) n += $(i + 1) }
+		END { print n + 0 }')
+	kern=$(rdma resource show "$1" 2>/dev/null | awk -v d="$d" '
+		$0 ~ ("(^|[[:space:]])(dev|link) " d "([/[:space:]]|$)") &&
+		$0 !~ /[[:space:]]pid [0-9]+/ { n++ }
+		END { print n + 0 }')
+	echo $((all - kern))
 }
 
 # vm_require_mbcf: exit the script unless the topology created mbcf0 and
@@ -187,6 +211,10 @@ assert_cmd() {
 # vm_topology: build the test topology (see the top of this file).
 vm_topology() {
 	local mbcf_ok=0
+	if [ -n "${VM_PAIR_ROLE:-}" ]; then
+		vm_pair_topology
+		return
+	fi
 	if [ -e /sys/class/net/veth0 ]; then
 		vm_log "topology already set up"
 		return 0
@@ -226,4 +254,197 @@ vm_topology() {
 	VM_MBCF=$mbcf_ok
 	export VM_MBCF
 	vm_log "topology: veth0 $VM_IP0 <-> veth1 $VM_IP1 ($VM_NS), rxe0$([ "$mbcf_ok" = 1 ] && echo ", mbcf0, mbcf1")"
+}
+
+# --- two kernels: tests/vm/run2.sh -------------------------------------------
+# Guest A and guest B, one kernel each, joined by one Ethernet link (a
+# virtio-net NIC each, eth0).  The rig sets VM_PAIR_ROLE and the two MACs;
+# the rest follows from the role:
+#   VM_PAIR_ROLE, VM_PAIR_PEER_ROLE   A (the server side by convention) or B
+#   VM_PAIR_IP, VM_PAIR_PEER_IP       198.51.100.1 (A), 198.51.100.2 (B), /24
+#   VM_PAIR_IP6, VM_PAIR_PEER_IP6     IPv6 link-local (fe80::EUI-64 of the MAC)
+#   VM_PAIR_NIC                       the NIC (eth0), set by the topology
+#   VM_PAIR_HOST, VM_PAIR_PEER_HOST   mbcf-vm-a, mbcf-vm-b (also in /etc/hosts)
+#   VM_PAIR_DEV                       mbcf0 (the device on the NIC)
+VM_PAIR_IP_A=198.51.100.1
+VM_PAIR_IP_B=198.51.100.2
+VM_PAIR_PORT=7790 # pair-agent.py (mailbox, rsh) on each guest's link address
+VM_PAIR_DIR=/run/mbcf-pair
+VM_PAIR_INBOX=$VM_PAIR_DIR/inbox
+VM_PAIR_DEV=mbcf0
+
+# vm_ll_from_mac MAC: print the IPv6 link-local address (EUI-64) of MAC.
+vm_ll_from_mac() {
+	local IFS=: b
+	read -r -a b <<<"$1"
+	printf 'fe80::%x:%x:%x:%x\n' $(((0x${b[0]} ^ 2) << 8 | 0x${b[1]})) \
+		$((0x${b[2]} << 8 | 0xff)) $((0xfe << 8 | 0x${b[3]})) $((0x${b[4]} << 8 | 0x${b[5]}))
+}
+
+if [ -n "${VM_PAIR_ROLE:-}" ]; then
+	case "$VM_PAIR_ROLE" in
+	A) VM_PAIR_PEER_ROLE=B VM_PAIR_IP=$VM_PAIR_IP_A VM_PAIR_PEER_IP=$VM_PAIR_IP_B
+	   VM_PAIR_MAC=${VM_PAIR_MAC_A:-} VM_PAIR_PEER_MAC=${VM_PAIR_MAC_B:-} ;;
+	B) VM_PAIR_PEER_ROLE=A VM_PAIR_IP=$VM_PAIR_IP_B VM_PAIR_PEER_IP=$VM_PAIR_IP_A
+	   VM_PAIR_MAC=${VM_PAIR_MAC_B:-} VM_PAIR_PEER_MAC=${VM_PAIR_MAC_A:-} ;;
+	*) echo "mbcf-vm: bad VM_PAIR_ROLE '$VM_PAIR_ROLE'" >&2 ;;
+	esac
+	VM_PAIR_HOST=mbcf-vm-${VM_PAIR_ROLE,,}
+	VM_PAIR_PEER_HOST=mbcf-vm-${VM_PAIR_PEER_ROLE,,}
+	VM_PAIR_IP6=$(vm_ll_from_mac "$VM_PAIR_MAC")
+	VM_PAIR_PEER_IP6=$(vm_ll_from_mac "$VM_PAIR_PEER_MAC")
+	VM_PAIR_NIC=${VM_PAIR_NIC:-eth0}
+fi
+
+# vm_is_pair_a: true in guest A (by convention the server side).
+vm_is_pair_a() {
+	[ "${VM_PAIR_ROLE:-}" = A ]
+}
+
+# vm_pair_topology: the pair's setup (run by the rig instead of vm_topology):
+# the NIC with the pair's addresses, hostname and /etc/hosts, mbcf0 and then
+# rxe0 on the NIC (rdma_cm binds an address to the first device that has its
+# GID: mbcf0), and pair-agent.py serving the mailbox and rsh.
+vm_pair_topology() {
+	local n mac nic= mbcf_ok=0
+	[ -n "${VM_PAIR_MAC:-}" ] || { vm_log "VM_PAIR_MAC_A/B not set"; return 1; }
+	echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad
+	echo 0 >/proc/sys/net/ipv6/conf/all/accept_dad
+	# A peer that is not up yet refuses or does not answer: fail fast, retry.
+	echo 2 >/proc/sys/net/ipv4/tcp_syn_retries
+	modprobe virtio_net || return 1
+	for n in /sys/class/net/*; do
+		read -r mac 2>/dev/null <"$n/address" || continue
+		[ "$mac" = "$VM_PAIR_MAC" ] && nic=${n##*/}
+	done
+	[ -n "$nic" ] || { vm_log "no NIC with MAC $VM_PAIR_MAC"; return 1; }
+	VM_PAIR_NIC=$nic
+	export VM_PAIR_NIC
+	ip -batch - <<-EOF || return 1
+		addr add $VM_PAIR_IP/24 dev $nic
+		link set $nic up
+	EOF
+	echo "$VM_PAIR_HOST" >/proc/sys/kernel/hostname
+	printf '%s %s\n' "$VM_PAIR_IP_A" mbcf-vm-a "$VM_PAIR_IP_B" mbcf-vm-b >>/etc/hosts
+	vm_phase "$nic up: $VM_PAIR_IP/24, $VM_PAIR_IP6 ($VM_PAIR_HOST)"
+	mkdir -p "$VM_PAIR_DIR"
+	: >"$VM_PAIR_INBOX"
+	setsid python3 "$MBCF_SRC/tests/vm/pair-agent.py" serve "$VM_PAIR_IP" \
+		"$VM_PAIR_PEER_IP" "$VM_PAIR_PORT" "$VM_PAIR_INBOX" \
+		</dev/null >"$VM_PAIR_DIR/agent.log" 2>&1 &
+	if vm_have_mbcf; then
+		if ! modprobe mbcf; then
+			vm_log "WARNING: mbcf is installed but modprobe mbcf failed"
+		elif ! rdma link add mbcf0 type mbcf netdev "$nic"; then
+			vm_log "WARNING: rdma link add mbcf0 failed"
+		else
+			mbcf_ok=1
+		fi
+	fi
+	modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$nic" ||
+		vm_log "WARNING: rxe0 on $nic failed"
+	VM_MBCF=$mbcf_ok
+	export VM_MBCF
+	vm_log "pair topology: guest $VM_PAIR_ROLE, $nic $VM_PAIR_IP <-> $VM_PAIR_PEER_IP (guest $VM_PAIR_PEER_ROLE), $([ "$mbcf_ok" = 1 ] && echo "mbcf0, ")rxe0"
+}
+
+# vm_pair_post KEY [TEXT...]: put the line "KEY TEXT" into the peer's inbox
+# (retried while the peer is not up yet, for VM_PAIR_POST_TIMEOUT s = 120).
+# Bash's /dev/tcp: no process is started.
+vm_pair_post() {
+	local fd ack end=$((SECONDS + ${VM_PAIR_POST_TIMEOUT:-120}))
+	while :; do
+		if { exec {fd}<>"/dev/tcp/$VM_PAIR_PEER_IP/$VM_PAIR_PORT"; } 2>/dev/null; then
+			ack=
+			printf 'POST %s\n' "$*" >&"$fd" && read -r -t 20 ack <&"$fd"
+			exec {fd}>&-
+			[ "$ack" = OK ] && return 0
+		fi
+		if [ "$SECONDS" -ge "$end" ]; then
+			vm_fail "cannot post '$*' to guest $VM_PAIR_PEER_ROLE ($VM_PAIR_PEER_IP:$VM_PAIR_PORT)"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+# vm_pair_peek KEY: print the text of the peer's first "KEY ..." line in the
+# inbox; fail if there is none yet.
+vm_pair_peek() {
+	local k v
+	while read -r k v; do
+		if [ "$k" = "$1" ]; then
+			printf '%s\n' "$v"
+			return 0
+		fi
+	done <"$VM_PAIR_INBOX"
+	return 1
+}
+
+# vm_pair_wait KEY [TIMEOUT_S]: wait (default 300 s) until the peer posted
+# KEY; print its text.  Fails at once if the peer posted "abort".
+# Keys are used once per run (make them unique, e.g. with a step number).
+vm_pair_wait() {
+	local key=$1 timeout=${2:-300} end=$((SECONDS + ${2:-300})) why
+	while :; do
+		vm_pair_peek "$key" && return 0
+		if why=$(vm_pair_peek abort); then
+			vm_fail "guest $VM_PAIR_PEER_ROLE aborted ($why) while we waited for '$key'"
+			return 1
+		fi
+		if [ "$SECONDS" -ge "$end" ]; then
+			vm_fail "guest $VM_PAIR_PEER_ROLE did not post '$key' within ${timeout}s"
+			return 1
+		fi
+		sleep 0.3
+	done
+}
+
+# vm_pair_barrier NAME [TIMEOUT_S]: both guests reach NAME before either
+# goes on.
+vm_pair_barrier() {
+	vm_pair_post "barrier.$1" "$VM_PAIR_ROLE" && vm_pair_wait "barrier.$1" "${2:-300}" >/dev/null
+}
+
+# vm_pair_abort WHY: tell the peer to stop waiting for us (vm_pair_wait
+# fails there at once).
+vm_pair_abort() {
+	VM_PAIR_POST_TIMEOUT=10 vm_pair_post abort "$VM_PAIR_ROLE: $*" || true
+}
+
+# vm_pair_rsh CMD [ARGS...]: run CMD on the peer like `ssh -n PEER CMD` does
+# (its output, its exit status; stdin is /dev/null there).  The hook for
+# launchers: e.g. Open MPI's `mpirun --mca plm_rsh_agent AGENT`, where AGENT
+# is a script calling `pair-agent.py rsh PEER_IP PORT` with its arguments
+# minus the host name (see tests/vm/README.md).
+vm_pair_rsh() {
+	python3 "$MBCF_SRC/tests/vm/pair-agent.py" rsh "$VM_PAIR_PEER_IP" "$VM_PAIR_PORT" "$@"
+}
+
+# vm_gid_index DEV IP: print the index of DEV port 1's GID for IP (an IPv4
+# address as its ::ffff:a.b.c.d mapping, or a full IPv6 address in sysfs
+# form); fail if it has none.
+vm_gid_index() {
+	local dev=$1 want=$2 g i
+	if [[ $want =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)$ ]]; then
+		want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${BASH_REMATCH[@]:1}")
+	fi
+	for ((i = 0; i < 16; i++)); do
+		read -r g 2>/dev/null <"/sys/class/infiniband/$dev/ports/1/gids/$i" || continue
+		if [ "$g" = "$want" ]; then
+			echo "$i"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# vm_pair_require: every pair test starts with this: mbcf0 is up and ACTIVE
+# and both guests got here (barrier "start").
+vm_pair_require() {
+	[ -n "${VM_PAIR_ROLE:-}" ] || vm_die "not a pair guest (run with tests/vm/run2.sh)"
+	vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
+	[ "${VM_MBCF:-0}" = 1 ] || { vm_pair_abort "no mbcf0"; vm_die "topology did not create mbcf0"; }
+	vm_wait_port mbcf0 20 || { vm_pair_abort "mbcf0 not active"; exit 1; }
+	vm_pair_barrier start 300 || exit 1
 }

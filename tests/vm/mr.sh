@@ -15,17 +15,9 @@ vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
 prog=$(vm_test_prog mbcf_mr_test "${1:-}") || exit 1
 
-# res_count TYPE: mbcf0's count of restrack objects (mr, pd, ctx) from
-# `rdma resource show`, e.g. "0: mbcf0: pd 1 cq 0 qp 0 cm_id 0 mr 3 ctx 1".
-res_count() {
-	rdma resource show mbcf0 | awk -v t="$1" '
-		{ for (i = 1; i < NF; i++) if ($i == t) n = $(i + 1) }
-		END { print n + 0 }'
-}
-
 base=$(vm_pins_held)
 vm_log "pinned pages at start: $base"
-check assert_eq 0 "$(res_count mr)" "mbcf0 MRs at start"
+check assert_eq 0 "$(vm_res mr mbcf0)" "mbcf0 MRs at start"
 
 # --- registration, refusals, key reuse -----------------------------------------
 t0=$EPOCHREALTIME
@@ -35,7 +27,7 @@ printf '%s\n' "$out"
 vm_log "mr_test check: rc $rc in $(vm_elapsed_since "$t0") s"
 check assert_eq 0 "$rc" "mr_test check exit status"
 check assert_eq "$base" "$(vm_pins_held)" "pinned pages after mr_test check"
-check assert_eq 0 "$(res_count mr)" "mbcf0 MRs after mr_test check"
+check assert_eq 0 "$(vm_res mr mbcf0)" "mbcf0 MRs after mr_test check"
 
 # --- a process killed with live MRs releases them all ----------------------------
 nmr=1000
@@ -49,15 +41,15 @@ done
 cat "$log"
 pages=$(awk '$1 == "ready" { print $2 }' "$log")
 check assert_match '^[0-9]+$' "$pages" "hold: pages pinned (VmPin)"
-check assert_eq "$nmr" "$(res_count mr)" "mbcf0 MRs while held"
+check assert_eq "$nmr" "$(vm_res mr mbcf0)" "mbcf0 MRs while held"
 check assert_eq "$((base + ${pages:-0}))" "$(vm_pins_held)" "pinned pages while held = VmPin of the holder"
 t0=$EPOCHREALTIME
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 vm_log "holder with $nmr MRs gone in $(vm_elapsed_since "$t0") s"
-check assert_eq 0 "$(res_count mr)" "mbcf0 MRs after SIGKILL"
-check assert_eq 0 "$(res_count pd)" "mbcf0 PDs after SIGKILL"
-check assert_eq 0 "$(res_count ctx)" "mbcf0 contexts after SIGKILL"
+check assert_eq 0 "$(vm_res mr mbcf0)" "mbcf0 MRs after SIGKILL"
+check assert_eq 0 "$(vm_res pd mbcf0)" "mbcf0 PDs after SIGKILL"
+check assert_eq 0 "$(vm_res ctx mbcf0)" "mbcf0 contexts after SIGKILL"
 check assert_eq "$base" "$(vm_pins_held)" "pinned pages after SIGKILL"
 
 # --- device removal checks the module's own MR and pinned-page counters ----------

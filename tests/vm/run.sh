@@ -25,13 +25,17 @@ options:
   --timeout SEC    kill the guest and fail after SEC seconds (default: 900)
   --keep-log FILE  write the full serial console (incl. full dmesg) to FILE
   --no-topology    do not set up veth/namespace/rdma links before SCRIPT
+  --net BACKEND    give the guest a virtio-net NIC on -netdev BACKEND (e.g.
+                   dgram,local.type=fd,local.str=10; run2.sh) instead of none
+  --mac MAC        that NIC's MAC address
+  --env NAME=VAL   export NAME=VAL to the guest's setup and SCRIPT (repeatable)
   --quiet          print only the script's output and the verdict
   -h, --help       this help
 EOF
 }
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-src=$(cd "$here/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+src=$(cd "$here/../.." && pwd -P)
 
 build=${MBCF_BUILD:-}
 build_explicit=0
@@ -45,6 +49,9 @@ keep_log=
 topology=1
 install=1
 quiet=0
+net=
+mac=
+envs=()
 
 die() {
 	echo "run.sh: $*" >&2
@@ -63,6 +70,11 @@ while [ $# -gt 0 ]; do
 	--keep-log) keep_log=${2:?}; shift 2 ;;
 	--no-topology) topology=0; shift ;;
 	--quiet) quiet=1; shift ;;
+	--net) net=${2:?--net needs a -netdev backend}; shift 2 ;;
+	--mac) mac=${2:?--mac needs an address}; shift 2 ;;
+	--env)
+		[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env takes NAME=VALUE"
+		envs+=("$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) usage >&2; die "unknown option $1" ;;
@@ -74,6 +86,14 @@ script=$1
 shift
 [ -f "$script" ] || die "no such script: $script"
 script=$(realpath "$script")
+# Guests reach nothing but each other: socket backends on a passed fd or
+# on 127.0.0.1 only (never user-mode networking, tap, multicast, ...).
+if [ -n "$net" ]; then
+	[[ $net =~ ^(dgram|socket|stream), ]] && [[ $net != *mcast* ]] &&
+		! grep -qP '(?<![\d.])(?!127\.0\.0\.1(?![\d.]))\d+\.\d+\.\d+\.\d+' <<<"$net" &&
+		[[ ! $net =~ (host|addr|udp|connect|listen)=[^1,]|=localhost ]] ||
+		die "--net: only dgram/socket/stream backends on a file descriptor or 127.0.0.1"
+fi
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
 
 t_start=$EPOCHREALTIME
@@ -128,9 +148,6 @@ if [ "$install" = 1 ]; then
 		build=
 	else
 		build=$(realpath "$build")
-		case "$build" in
-		/tmp/*) die "the guest cannot see the host's /tmp: use a build dir elsewhere" ;;
-		esac
 	fi
 else
 	build=
@@ -144,7 +161,22 @@ case "$cache" in
 esac
 [[ $cache =~ ^[A-Za-z0-9/._+-]+$ ]] || die "cache dir '$cache' has characters unsafe for the kernel command line"
 
-[[ $here =~ ^[A-Za-z0-9/._+-]+$ ]] || die "repo path '$here' has characters unsafe for the kernel command line"
+# The checkout, and the build dir when it lies outside it, reach the guest
+# on 9p shares of their own, mounted at the same paths (initramfs-init), so
+# any checkout works, one under the host's /tmp too (the guest's /tmp is its
+# own tmpfs and hides the host's).  A build dir holding the checkout is
+# shared instead of it.
+shares=("$src")
+if [ -n "$build" ] && [[ $build/ != "$src"/* ]]; then
+	if [[ $src/ == "$build"/* ]]; then
+		shares=("$build")
+	else
+		shares+=("$build")
+	fi
+fi
+for d in "${shares[@]}"; do
+	[[ $d =~ ^/[A-Za-z0-9/._+-]+$ ]] || die "path '$d' has characters unsafe for the kernel command line"
+done
 
 initmods=()
 add_mods() {
@@ -332,6 +364,9 @@ guest_script=$script
 case "$script" in
 /tmp/*) guest_script=/run/host$script ;; # the guest's /tmp is its own tmpfs
 esac
+for d in "${shares[@]}"; do
+	[[ $script == "$d"/* ]] && guest_script=$script # shared at its own path
+done
 {
 	printf 'MBCF_SRC=%q\n' "$src"
 	printf 'MBCF_BUILD=%q\n' "$build"
@@ -339,6 +374,9 @@ esac
 	printf 'VM_SCRIPT=%q\n' "$guest_script"
 	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
 	printf 'VM_MODULES_DIR=%q\n' "${modroot:+$modroot/lib/modules/$kver}"
+	for e in "${envs[@]}"; do
+		printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"
+	done
 	printf 'VM_ARGS=('
 	[ $# -gt 0 ] && printf ' %q' "$@"
 	printf ' )\n'
@@ -361,16 +399,24 @@ fi
 # Extra kernel parameters for experiments, e.g. MBCF_VM_APPEND=kmemleak=off.
 [ -n "${MBCF_VM_APPEND:-}" ] && cmdline+=" $MBCF_VM_APPEND"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
+cmdline+=" mbcfvm_shares=$(IFS=,; echo "${shares[*]}")"
 
+nic=(-nic none)
+if [ -n "$net" ]; then # one virtio-net NIC (run2.sh: a link to another guest)
+	nic=(-netdev "$net,id=net0" -device "virtio-net-pci,netdev=net0,romfile=${mac:+,mac=$mac}")
+fi
 # shellcheck disable=SC2054 # commas are qemu option syntax
 qemu=(
 	qemu-system-x86_64 -accel tcg,thread=multi -machine pc -cpu max
 	-smp "$smp" -m "$mem" -nodefaults -no-reboot -no-user-config
-	-display none -monitor none -nic none
+	-display none -monitor none "${nic[@]}"
 	-chardev stdio,id=con,signal=off -serial chardev:con
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-kernel "$kernel" -initrd "$initrd" -append "$cmdline"
 )
+for i in "${!shares[@]}"; do # mount tags mbcfshare0, 1, ... in mbcfvm_shares order
+	qemu+=(-virtfs "local,path=${shares[$i]},mount_tag=mbcfshare$i,security_model=none,readonly=on,multidevs=remap")
+done
 
 fifo=$rundir/console
 mkfifo "$fifo"

@@ -23,12 +23,24 @@
 #define MBCF_ABI_H
 
 #include <linux/types.h>
+#include <linux/stddef.h>
+
+/*
+ * A flexible array that may share a union.  C++ gets a zero-length array:
+ * the uapi __DECLARE_FLEX_ARRAY of Linux 6.1 wraps the array in a struct
+ * beside an empty one, which has size 1 in C++ and would shift the layout.
+ */
+#ifdef __cplusplus
+#define MBCF_FLEX_ARRAY(TYPE, NAME)	TYPE NAME[0]
+#else
+#define MBCF_FLEX_ARRAY(TYPE, NAME)	__DECLARE_FLEX_ARRAY(TYPE, NAME)
+#endif
 
 /* ib_device_ops.uverbs_abi_ver; checked by libibverbs against the provider. */
 #define MBCF_UVERBS_ABI_VERSION 1
 
 /* Version of everything below; carried in mbcf_alloc_ucontext_resp. */
-#define MBCF_ABI_VERSION 2
+#define MBCF_ABI_VERSION 5
 
 /* Name prefix the provider matches (the driver id is RDMA_DRIVER_UNKNOWN). */
 #define MBCF_DEVICE_NAME_PREFIX "mbcf"
@@ -46,7 +58,7 @@ struct mbcf_alloc_ucontext_resp {
  *   offset  64  __u32 cons      consumer's index
  *   offset 128  __u32 db_needed kernel -> provider: 1 = the kernel is idle on
  *                               this queue, ring the doorbell after posting
- *   offset 192  __u32 armed     CQ only, provider -> nobody: reserved
+ *   offset 192  __u32 flags     kernel -> provider: MBCF_RING_F_*
  *   offset 256  entries[num_entries], each `stride` bytes
  *
  * Entry i lives at 256 + (i & (num_entries - 1)) * stride.  num_entries is
@@ -56,7 +68,20 @@ struct mbcf_alloc_ucontext_resp {
 #define MBCF_RING_PROD_OFF	0
 #define MBCF_RING_CONS_OFF	64
 #define MBCF_RING_DB_OFF	128
+#define MBCF_RING_FLAGS_OFF	192
 #define MBCF_RING_ENTRIES_OFF	256
+
+/*
+ * Ring flags.  DEAD: the kernel object behind the ring is gone (destroyed,
+ * or its device was removed while the process kept the mapping): nothing
+ * will be produced or consumed any more.  The provider checks it before
+ * publishing a work request: a post on a dead queue fails with EIO and
+ * publishes nothing.  (The kernel also leaves db_needed set on a dead
+ * send/receive queue, so a provider that does not check rings a doorbell,
+ * which fails.)  A doorbell that fails with EIO after entries were
+ * published does not fail the post: the kernel may still execute them.
+ */
+#define MBCF_RING_F_DEAD	0x1
 
 /* Where a ring is and how it is cut; part of the create responses. */
 struct mbcf_ring_info {
@@ -76,6 +101,14 @@ struct mbcf_create_cq_resp {
 	struct mbcf_ring_info ring;
 };
 
+/*
+ * ibv_resize_cq: a new ring, holding the completions not yet polled at its
+ * start (prod = their number, cons = 0).  The old ring is marked dead.
+ */
+struct mbcf_resize_cq_resp {
+	struct mbcf_ring_info ring;
+};
+
 /* A scatter/gather element, as in struct ibv_sge. */
 struct mbcf_sge {
 	__aligned_u64 addr;
@@ -84,32 +117,76 @@ struct mbcf_sge {
 };
 
 /*
- * Send queue entry header; followed by num_sge struct mbcf_sge or, with
- * IBV_SEND_INLINE in send_flags, by inline_len bytes of data.
+ * Send queue entry: a 56-byte header, then num_sge struct mbcf_sge or, with
+ * IBV_SEND_INLINE in send_flags, inline_len bytes of data.  The kernel reads
+ * each field once, into its own copy, and checks it against the QP's
+ * limits before use: num_sge <= max_send_sge, inline_len <= max_inline.
  */
 struct mbcf_send_wqe {
 	__aligned_u64 wr_id;
 	__u32 opcode;		/* enum ibv_wr_opcode (same values as ib_uverbs) */
 	__u32 send_flags;	/* IBV_SEND_* */
-	__u32 imm_data_be;	/* ibv_send_wr.imm_data, network order as given */
+	union {
+		__u32 imm_data_be;	/* *_WITH_IMM: network order as given */
+		__u32 invalidate_rkey;	/* LOCAL_INV, SEND_WITH_INV */
+		__u32 mw_rkey;		/* BIND_MW: the window's current rkey */
+	};
 	__u32 num_sge;
-	__aligned_u64 remote_addr;
-	__u32 rkey;
+	union {
+		__aligned_u64 remote_addr;	/* BIND_MW: the window's first byte */
+		struct {
+			__u32 ah;		/* the address handle's number */
+			__u32 remote_qpn;
+		} ud;				/* UD QPs */
+	};
+	union {
+		__u32 rkey;		/* BIND_MW: the window's new rkey */
+		__u32 remote_qkey;	/* UD QPs */
+	};
 	__u32 inline_len;
-	__aligned_u64 compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
-	__aligned_u64 swap;		/* CMP_AND_SWP: swap */
+	union {
+		struct {
+			__aligned_u64 compare_add;	/* CMP_AND_SWP: compare;
+							 * FETCH_AND_ADD: add */
+			__aligned_u64 swap;		/* CMP_AND_SWP: swap */
+		};
+		struct {
+			__aligned_u64 length;	/* bytes; 0 unbinds (type 1) */
+			__u32 mr_lkey;		/* the MR the window lies in */
+			__u32 access;		/* IBV_ACCESS_REMOTE_* it grants */
+		} bind;				/* BIND_MW */
+	};
+	union {
+		MBCF_FLEX_ARRAY(struct mbcf_sge, sge);
+		MBCF_FLEX_ARRAY(__u8, inline_data);
+	};
 };
 
-/* Receive queue entry header; followed by num_sge struct mbcf_sge. */
+/* Receive queue entry: a 16-byte header, then num_sge struct mbcf_sge. */
 struct mbcf_recv_wqe {
 	__aligned_u64 wr_id;
-	__u32 num_sge;
+	__u32 num_sge;		/* <= the QP's max_recv_sge */
+	__u32 reserved;
+	MBCF_FLEX_ARRAY(struct mbcf_sge, sge);
+};
+
+/* ibv_create_ah: the number send entries name the handle by. */
+struct mbcf_create_ah_resp {
+	__u32 ah_num;
 	__u32 reserved;
 };
 
 struct mbcf_create_qp_resp {
 	struct mbcf_ring_info sq;
-	struct mbcf_ring_info rq;
+	struct mbcf_ring_info rq;	/* 0 entries: the QP has an SRQ */
+};
+
+/*
+ * ibv_create_srq: the SRQ's receive ring, entries struct mbcf_recv_wqe as a
+ * QP's receive queue; POST_SRQ_RECV with no work request is its doorbell.
+ */
+struct mbcf_create_srq_resp {
+	struct mbcf_ring_info ring;
 };
 
 #endif /* MBCF_ABI_H */

@@ -149,7 +149,7 @@ static void test_send(void)
 	CHECK(w && w->wr_id == 42 && w->opcode == IBV_WR_SEND &&
 	      w->send_flags == IBV_SEND_SIGNALED && w->num_sge == 2 &&
 	      w->inline_len == 0 && w->imm_data_be == 0 && w->rkey == 0);
-	sg = (const struct mbcf_sge *)(w + 1);
+	sg = w->sge;
 	CHECK(sg[0].addr == 0x1000 && sg[0].length == 100 && sg[0].lkey == 11);
 	CHECK(sg[1].addr == 0x2000 && sg[1].length == 200 && sg[1].lkey == 22);
 
@@ -194,7 +194,7 @@ static void test_send(void)
 	memset(a, 'X', 6);	/* the caller may reuse its buffer at once */
 	w = ktake(&ksq, copy, ksq.stride);
 	CHECK(w && w->num_sge == 0 && w->inline_len == 11 &&
-	      !memcmp(w + 1, "hello world", 11));
+	      !memcmp(w->inline_data, "hello world", 11));
 
 	/* Rejections: nothing enters the ring, *bad_wr is the culprit. */
 	sge[0].length = 30;	/* 30 + 5 > max_inline 32 */
@@ -289,7 +289,7 @@ static void test_recv(void)
 		CHECK(w && !corrupt);
 		if (!w)
 			break;
-		sg = (struct mbcf_sge *)(w + 1);
+		sg = w->sge;
 		CHECK(w->wr_id == 500u + i && w->num_sge == 2 && w->reserved == 0);
 		CHECK(sg[0].addr == 0x9000 && sg[0].length == 4096 && sg[0].lkey == 3);
 		CHECK(sg[1].addr == 0xa000 && sg[1].length == 8 && sg[1].lkey == 4);
@@ -310,6 +310,20 @@ static void test_recv(void)
 	free_qp(qp);
 }
 
+/* Produce one success CQE with wr_id at the kernel end @k. */
+static void slot_fill(struct mbcf_ring_end *k, uint64_t wr_id)
+{
+	struct ib_uverbs_wc e = { .wr_id = wr_id };
+	bool corrupt;
+	void *slot = mbcf_ring_produce_slot(k, &corrupt);
+
+	CHECK(slot && !corrupt);
+	if (!slot)
+		return;
+	memcpy(slot, &e, sizeof(e));
+	mbcf_ring_produce(k);
+}
+
 static void test_poll(void)
 {
 	struct mbcf_cq *cq = calloc(1, sizeof(*cq));
@@ -319,13 +333,13 @@ static void test_poll(void)
 	bool corrupt;
 	int i;
 
-	cq->ibcq.context = &vctx->context;
+	cq->vcq.cq.context = &vctx->context;
 	cq->map = ring_mem(4, MBCF_CQE_SIZE);
 	mbcf_ring_init(&cq->ring, cq->map, 4, MBCF_CQE_SIZE, 0);
 	mbcf_ring_init(&k, cq->map, 4, MBCF_CQE_SIZE, 0);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 
-	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == 0);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc) == 0);
 	for (i = 0; i < 3; i++) {
 		void *slot = mbcf_ring_produce_slot(&k, &corrupt);
 
@@ -347,9 +361,9 @@ static void test_poll(void)
 		memcpy(slot, &e, sizeof(e));
 		mbcf_ring_produce(&k);
 	}
-	CHECK(mbcf_cq_poll(&cq->ibcq, 2, wc) == 2);
-	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc + 2) == 1);
-	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc + 3) == 0);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 2, wc) == 2);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc + 2) == 1);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc + 3) == 0);
 	for (i = 0; i < 3; i++) {
 		CHECK(wc[i].wr_id == 700u + i);
 		CHECK(wc[i].status == (i == 2 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_SUCCESS));
@@ -367,11 +381,192 @@ static void test_poll(void)
 	/* A producer index beyond the ring: -1 / EIO, repeatedly. */
 	*mbcf_ring_prod(&k) = 3 + 5;
 	errno = 0;
-	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
-	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc) == -1 && errno == EIO);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc) == -1 && errno == EIO);
 	*mbcf_ring_prod(&k) = 2;	/* behind the consumer */
-	CHECK(mbcf_cq_poll(&cq->ibcq, 8, wc) == -1 && errno == EIO);
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc) == -1 && errno == EIO);
 
+	/* A dead CQ (device removed): what is left is returned, then EIO. */
+	*mbcf_ring_prod(&k) = 3;
+	slot_fill(&k, 710);
+	*mbcf_ring_flags(&k) = MBCF_RING_F_DEAD;
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc) == 1 && wc[0].wr_id == 710);
+	errno = 0;
+	CHECK(mbcf_cq_poll(&cq->vcq.cq, 8, wc) == -1 && errno == EIO);
+
+	free(cq->map);
+	free(cq);
+}
+
+/* The extended work-request API builds exactly what post_send would. */
+static void test_wr_api(void)
+{
+	struct mbcf_ring_end ksq, krq;
+	struct mbcf_qp *qp = make_qp(4, 2, 16, &ksq, &krq);
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	unsigned char copy[512];
+	const struct mbcf_send_wqe *w;
+	struct ibv_sge sg[3] = {
+		{ .addr = 0x1000, .length = 10, .lkey = 1 },
+		{ .addr = 0x2000, .length = 20, .lkey = 2 },
+		{ .addr = 0x3000, .length = 30, .lkey = 3 },
+	};
+	struct ibv_data_buf bufs[2] = {
+		{ .addr = "abcd", .length = 4 }, { .addr = "efghij", .length = 6 },
+	};
+	uint32_t h;
+
+	/* The installed libibverbs finds the extended QP where we put it. */
+	CHECK(ibv_qp_to_qp_ex(&qp->vqp.qp) == NULL);
+	CHECK(mbcf_qp_enable_ex(qp) == 0);
+	CHECK(ibv_qp_to_qp_ex(&qp->vqp.qp) == qpx);
+
+	/* Three requests, one batch, one doorbell (the kernel is idle). */
+	*mbcf_ring_db(&ksq) = 1;
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;	/* INLINE: ignored */
+	ibv_wr_rdma_write(qpx, 0x55, 0xabc0);
+	ibv_wr_set_sge_list(qpx, 2, sg);
+	qpx->wr_id = 2;
+	qpx->wr_flags = IBV_SEND_SOLICITED;
+	ibv_wr_send_imm(qpx, htobe32(0x0a0b0c0d));
+	ibv_wr_set_inline_data_list(qpx, 2, bufs);
+	qpx->wr_id = 3;
+	qpx->wr_flags = 0;
+	ibv_wr_atomic_cmp_swp(qpx, 0x66, 0x8000, 7, 9);
+	ibv_wr_set_sge(qpx, 4, 0x4000, 8);
+	CHECK(*mbcf_ring_prod(&ksq) == 0);	/* nothing visible before complete */
+	CHECK(ibv_wr_complete(qpx) == 0);
+	CHECK(doorbell(&h) == IB_USER_VERBS_CMD_POST_SEND && h == 0x77);
+	CHECK(doorbell(&h) == 0);
+	w = ktake(&ksq, copy, ksq.stride);
+	CHECK(w && w->wr_id == 1 && w->opcode == IBV_WR_RDMA_WRITE &&
+	      w->send_flags == IBV_SEND_SIGNALED && w->rkey == 0x55 &&
+	      w->remote_addr == 0xabc0 && w->num_sge == 2 && w->inline_len == 0 &&
+	      w->sge[1].addr == 0x2000 && w->sge[1].length == 20 && w->sge[1].lkey == 2);
+	w = ktake(&ksq, copy, ksq.stride);
+	CHECK(w && w->wr_id == 2 && w->opcode == IBV_WR_SEND_WITH_IMM &&
+	      w->send_flags == (IBV_SEND_SOLICITED | IBV_SEND_INLINE) &&
+	      w->imm_data_be == htobe32(0x0a0b0c0d) && w->num_sge == 0 &&
+	      w->inline_len == 10 && !memcmp(w->inline_data, "abcdefghij", 10));
+	w = ktake(&ksq, copy, ksq.stride);
+	CHECK(w && w->wr_id == 3 && w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP &&
+	      w->rkey == 0x66 && w->remote_addr == 0x8000 && w->compare_add == 7 &&
+	      w->swap == 9 && w->num_sge == 1 && w->sge[0].length == 8);
+	CHECK(ktake(&ksq, copy, ksq.stride) == NULL);
+
+	/* Zero-length send: no SGE at all; the kernel is busy: no doorbell. */
+	*mbcf_ring_db(&ksq) = 0;
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	CHECK(ibv_wr_complete(qpx) == 0 && doorbell(&h) == 0);
+	w = ktake(&ksq, copy, ksq.stride);
+	CHECK(w && w->opcode == IBV_WR_SEND && w->num_sge == 0 && w->inline_len == 0);
+
+	/* A failed batch posts nothing and reports its first error. */
+	ibv_wr_start(qpx);
+	ibv_wr_rdma_write(qpx, 1, 2);
+	ibv_wr_set_sge_list(qpx, 3, sg);		/* > max_send_sge 2 */
+	ibv_wr_send(qpx);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	ibv_wr_rdma_read(qpx, 1, 2);
+	ibv_wr_set_inline_data(qpx, "x", 1);		/* inline READ */
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data_list(qpx, 2, bufs);
+	ibv_wr_set_inline_data(qpx, "0123456789abcdefg", 17);	/* > max_inline */
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);			/* no opcode yet */
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	for (h = 0; h < 5; h++)				/* 5 > 4 slots */
+		ibv_wr_send(qpx);
+	CHECK(ibv_wr_complete(qpx) == ENOMEM);
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_abort(qpx);
+	qp->vqp.qp.state = IBV_QPS_RTR;
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	qp->vqp.qp.state = IBV_QPS_RTS;
+	CHECK(ktake(&ksq, copy, ksq.stride) == NULL && doorbell(&h) == 0);
+
+	/* And the ring is intact: a full batch of 4 still goes in. */
+	ibv_wr_start(qpx);
+	for (h = 0; h < 4; h++) {
+		qpx->wr_id = 40 + h;
+		ibv_wr_send(qpx);
+	}
+	CHECK(ibv_wr_complete(qpx) == 0);
+	for (h = 0; h < 4; h++) {
+		w = ktake(&ksq, copy, ksq.stride);
+		CHECK(w && w->wr_id == 40 + h);
+	}
+	free_qp(qp);
+}
+
+/* ibv_start_poll / ibv_next_poll / ibv_wc_read_* over the same ring. */
+static void test_poll_ex(void)
+{
+	struct mbcf_cq *cq = calloc(1, sizeof(*cq));
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+	struct ibv_poll_cq_attr attr = {};
+	struct mbcf_ring_end k;
+	struct ib_uverbs_wc e = {
+		.wr_id = 900, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV_RDMA_WITH_IMM, .vendor_err = 5,
+		.byte_len = 4096, .qp_num = 0x11, .src_qp = 0x22,
+		.wc_flags = IBV_WC_WITH_IMM, .slid = 7, .sl = 3,
+		.dlid_path_bits = 2,
+	};
+	bool corrupt;
+	void *slot;
+	int i;
+
+	cq->map = ring_mem(4, MBCF_CQE_SIZE);
+	mbcf_ring_init(&cq->ring, cq->map, 4, MBCF_CQE_SIZE, 0);
+	mbcf_ring_init(&k, cq->map, 4, MBCF_CQE_SIZE, 0);
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	mbcf_cq_set_ex_ops(cqx);
+
+	CHECK(ibv_start_poll(cqx, &attr) == ENOENT);
+	e.ex.imm_data = htobe32(0x01020304);
+	for (i = 0; i < 2; i++) {
+		slot = mbcf_ring_produce_slot(&k, &corrupt);
+		CHECK(slot && !corrupt);
+		if (!slot)
+			return;
+		e.wr_id = 900 + i;
+		e.status = i ? IBV_WC_REM_ACCESS_ERR : IBV_WC_SUCCESS;
+		memcpy(slot, &e, sizeof(e));
+		mbcf_ring_produce(&k);
+	}
+	CHECK(ibv_start_poll(cqx, &attr) == 0);
+	CHECK(cqx->wr_id == 900 && cqx->status == IBV_WC_SUCCESS);
+	CHECK(ibv_wc_read_opcode(cqx) == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      ibv_wc_read_vendor_err(cqx) == 5 && ibv_wc_read_byte_len(cqx) == 4096 &&
+	      ibv_wc_read_imm_data(cqx) == htobe32(0x01020304) &&
+	      ibv_wc_read_qp_num(cqx) == 0x11 && ibv_wc_read_src_qp(cqx) == 0x22 &&
+	      ibv_wc_read_wc_flags(cqx) == IBV_WC_WITH_IMM &&
+	      ibv_wc_read_slid(cqx) == 7 && ibv_wc_read_sl(cqx) == 3 &&
+	      ibv_wc_read_dlid_path_bits(cqx) == 2);
+	CHECK(ibv_next_poll(cqx) == 0);
+	CHECK(cqx->wr_id == 901 && cqx->status == IBV_WC_REM_ACCESS_ERR);
+	CHECK(ibv_next_poll(cqx) == ENOENT);
+	ibv_end_poll(cqx);
+	CHECK(*mbcf_ring_cons(&k) == 2);	/* both slots given back */
+	attr.comp_mask = 1;
+	CHECK(ibv_start_poll(cqx, &attr) == EINVAL);
+	attr.comp_mask = 0;
+	/* A dead CQ: EIO, and the lock is not left held (a second call works). */
+	*mbcf_ring_flags(&k) = MBCF_RING_F_DEAD;
+	CHECK(ibv_start_poll(cqx, &attr) == EIO);
+	CHECK(ibv_start_poll(cqx, &attr) == EIO);
 	free(cq->map);
 	free(cq);
 }
@@ -433,6 +628,8 @@ int main(void)
 	test_send();
 	test_recv();
 	test_poll();
+	test_wr_api();
+	test_poll_ex();
 	test_ring_map();
 
 	free(vctx->priv);
@@ -441,6 +638,6 @@ int main(void)
 		printf("provider.fastpath: %d failure(s)\n", failures);
 		return 1;
 	}
-	printf("provider.fastpath: post_send, post_recv, poll_cq and ring mapping behave\n");
+	printf("provider.fastpath: post_send, post_recv, the ibv_wr_* API, poll_cq, the ibv_start_poll API and ring mapping behave\n");
 	return 0;
 }

@@ -1,0 +1,222 @@
+#!/bin/bash
+# Guest test vm.package: the Debian packages are the only source of mbcf.
+# The guest boots with nothing of the build installed (run.sh --no-install
+# --no-topology); it has the host's kernel headers and dkms.
+#   1. dpkg -i both packages: DKMS builds and installs the module here (and
+#      tries every installed kernel: a second one without headers is
+#      skipped); exactly the expected files appear;
+#   2. modprobe mbcf, rdma link add (lib.sh's topology), ibv_devices lists
+#      mbcf0, a perftest run and ibv_rc_pingpong -c pass; versions agree;
+#   3. dpkg -r both: the provider first (ibv_devices no longer loads it while
+#      mbcf0 still exists), then the module: gone, nothing left behind but
+#      the conffile /etc/libibverbs.d/mbcf.driver, which Debian keeps until
+#      purge; 4. dpkg -P: not even that.
+# "Nothing left behind" is read off the overlay's upper dir, which records
+# every path the guest added to or removed from the host's root under
+# /usr/lib (= /lib), /etc/libibverbs.d, /usr/src and /var/lib/dkms.
+#   tests/vm/run.sh --no-install --no-topology tests/pkg/guest-package.sh \
+#       VERSION MBCF_DKMS_DEB LIBMBCF_DEB
+set -u
+# shellcheck source=../vm/lib.sh
+. "$MBCF_VM_LIB"
+
+[ $# = 3 ] || vm_die "usage: guest-package.sh VERSION MBCF_DKMS_DEB LIBMBCF_DEB"
+version=$1
+dkms_deb=$2
+provider_deb=$3
+kver=$(uname -r)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+export DEBIAN_FRONTEND=noninteractive
+failed=0
+check() { "$@" || failed=$((failed + 1)); }
+
+# changes: what the guest added ("A path") to or removed ("D path") from the
+# host's root in the watched trees; files changed in place (module index)
+# are not listed.  Read from the overlay's upper dir: a full listing of
+# /usr/lib takes minutes under TCG.
+upper=/run/overlay/upper
+changes() {
+	local p
+	(cd "$upper" && find usr/lib etc/libibverbs.d usr/src var/lib/dkms 2>/dev/null) |
+		while IFS= read -r p; do
+			if [ -c "$upper/$p" ] && [ ! -e "/$p" ]; then
+				echo "D /$p" # whiteout
+			elif [ ! -e "/run/host/$p" ] && [ ! -L "/run/host/$p" ]; then
+				echo "A /$p"
+			fi
+		done | LC_ALL=C sort
+}
+# devices: the verbs devices ibv_devices lists (its stderr, with the rig's
+# IBV_SHOW_WARNINGS=1, in $work/ibv.err).
+work=$(mktemp -d)
+devices() {
+	ibv_devices 2>"$work/ibv.err" | awk 'NR > 2 { print $1 }' | LC_ALL=C sort | xargs
+}
+# dkms_key: dkms's own module signing key, which its first build makes
+# (unless the host has one) and keeps for every module: dkms's, not ours.
+dkms_key() {
+	local f
+	for f in /var/lib/dkms/mok.key /var/lib/dkms/mok.pub; do
+		[ -e "/run/host$f" ] || echo "A $f"
+	done
+}
+status_of() { dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null | xargs; }
+
+# man-db's trigger re-indexes every manual page over 9p (minutes under TCG)
+# for mbcf.7; Debian's switch for that (debconf man-db/auto-update) is this
+# file, and the index is not under test.
+rm -f /var/lib/man-db/auto-update
+
+[ "$(status_of mbcf-dkms)$(status_of libmbcf1)" = "" ] || vm_die "mbcf packages already installed"
+vm_have_mbcf && vm_die "an mbcf module is installed before the packages"
+# A second installed kernel, without headers: the postinst must consider it
+# (every installed kernel, not dkms's default of the running and the newest).
+other_kver=0.0.0-mbcf-test
+mkdir "/lib/modules/$other_kver"
+changes >"$work/before"
+vm_log "changes before install: $(grep -c . "$work/before")"
+
+# --- 1. install -------------------------------------------------------------
+vm_phase "dpkg -i $(basename "$dkms_deb") $(basename "$provider_deb")"
+t0=$EPOCHREALTIME
+dpkg -i "$dkms_deb" "$provider_deb" >"$work/dpkg-i.log" 2>&1
+rc=$?
+t_install=$(vm_elapsed_since "$t0")
+sed 's/^/  dpkg| /' "$work/dpkg-i.log" | grep -v 'Reading database'
+# dkms keeps the build's log here once the build is done.
+make_log=/var/lib/dkms/mbcf/$version/$kver/$(uname -m)/log/make.log
+if [ -f "$make_log" ]; then
+	t_build=$(($(stat -c %Y "$make_log") - $(date -d "$(sed -n 2p "$make_log")" +%s)))
+	vm_log "DKMS build of mbcf.ko under TCG: ${t_build} s (make.log); dpkg -i of both packages: $t_install s"
+fi
+assert_eq 0 "$rc" "dpkg -i status" || {
+	tail -n 30 "$make_log" /var/lib/dkms/mbcf/"$version"/build/make.log 2>/dev/null
+	vm_die "installing the packages failed"
+}
+check assert_eq 1 "$(grep -c "^Module build for kernel $other_kver was skipped since the$" "$work/dpkg-i.log")" \
+	"postinst tried the other installed kernel, $other_kver (no headers: skipped)"
+check assert_eq "ii" "$(status_of mbcf-dkms)" "mbcf-dkms status"
+check assert_eq "ii" "$(status_of libmbcf1)" "libmbcf1 status"
+check assert_eq "$version $version" \
+	"$(dpkg-query -W -f '${Version} ' mbcf-dkms libmbcf1 | xargs)" "installed versions"
+check assert_eq "mbcf/$version, $kver, $(uname -m): installed" "$(dkms status mbcf)" "dkms status"
+
+ko=/lib/modules/$kver/updates/dkms/mbcf.ko
+check assert_eq "$ko" "$(modinfo -n mbcf)" "modinfo -n mbcf"
+check assert_eq "$version" "$(modinfo -F version mbcf)" "modinfo -F version mbcf"
+
+# Exactly the module (with its two new directories), the provider, its driver
+# file, and the DKMS source tree as packaged.
+{
+	cat "$work/before"
+	echo "A /usr/lib/modules/$kver/updates"
+	echo "A /usr/lib/modules/$kver/updates/dkms"
+	echo "A /usr/lib/modules/$kver/updates/dkms/mbcf.ko"
+	echo "A /usr/lib/$multiarch/libibverbs/libmbcf-rdmav34.so"
+	echo "A /etc/libibverbs.d/mbcf.driver"
+	dpkg -L mbcf-dkms | grep "^/usr/src/mbcf-$version" | sed 's/^/A /'
+} | LC_ALL=C sort >"$work/want"
+changes | grep -v '^A /var/lib/dkms' >"$work/now"
+if diff -u "$work/want" "$work/now" >"$work/diff"; then
+	echo "ok: installed exactly the module, the provider, mbcf.driver and /usr/src/mbcf-$version ($(grep -c . "$work/now") changes)"
+else
+	failed=$((failed + 1))
+	echo "FAIL: files after dpkg -i differ (- expected, + found):"
+	sed 's/^/    /' "$work/diff"
+fi
+
+# --- 2. use it ----------------------------------------------------------------
+vm_phase "topology: modprobe mbcf, rdma link add mbcf0/mbcf1"
+vm_topology || vm_die "topology"
+vm_require_mbcf
+check assert_eq "$version" "$(cat /sys/module/mbcf/version)" "/sys/module/mbcf/version"
+check assert_eq "$version" "$(cat /sys/class/infiniband/mbcf0/fw_ver)" "mbcf0 fw_ver"
+check assert_eq "mbcf0 mbcf1 rxe0" "$(devices)" "ibv_devices"
+
+# ib_write_bw, server on mbcf0, client on mbcf1 in ns1 (as perftest.sh; a run
+# whose clock calibration failed on the loaded host reports 0 and is rerun).
+perf_ok=0
+for attempt in 1 2 3; do
+	timeout 60 ib_write_bw -d mbcf0 -x 0 -F -s 65536 -n 200 >"$work/srv" 2>&1 &
+	spid=$!
+	out=$(vm_retry 30 0.2 in_ns1 timeout 60 ib_write_bw -d mbcf1 -x 0 -F -s 65536 -n 200 "$VM_IP0" 2>&1)
+	rc=$?
+	wait "$spid" || rc=1
+	row=$(awk '$1 == 65536 && $2 == 200 { print; exit }' <<<"$out")
+	if [ "$rc" = 0 ] && awk '{ exit !($4 > 0) }' <<<"$row"; then
+		perf_ok=1
+		echo "ok: ib_write_bw 64 KiB mbcf1 -> mbcf0: $(awk '{ print $4 }' <<<"$row") MB/s"
+		break
+	fi
+	grep -q 'Correlation coefficient r^2' <<<"$out" || break
+	echo "note: ib_write_bw could not calibrate its clock (attempt $attempt), rerun"
+done
+if [ "$perf_ok" = 0 ]; then
+	failed=$((failed + 1))
+	echo "FAIL: ib_write_bw rc=$rc row='$row'"
+	printf '%s\n' "$out" | tail -n 8 | sed 's/^/  client| /'
+	tail -n 8 "$work/srv" | sed 's/^/  server| /'
+fi
+timeout 60 ibv_rc_pingpong -d mbcf0 -g 0 -s 4096 -n 50 -c >"$work/srv" 2>&1 &
+spid=$!
+out=$(vm_retry 30 0.2 in_ns1 timeout 60 ibv_rc_pingpong -d mbcf1 -g 0 -s 4096 -n 50 -c "$VM_IP0" 2>&1)
+rc=$?
+wait "$spid" || rc=1
+check assert_eq "0 1" "$rc $(grep -c '^50 iters in ' <<<"$out")" \
+	"ibv_rc_pingpong -c 4096 B (status, result lines)"
+
+# --- 3. remove: the provider first, while mbcf0 and mbcf1 still exist ----------
+vm_phase "dpkg -r libmbcf1"
+dpkg -r libmbcf1 >"$work/dpkg-r.log" 2>&1
+check assert_eq "0 rc" "$? $(status_of libmbcf1)" "dpkg -r libmbcf1 (status, package state)"
+check assert_eq "rxe0" "$(devices)" "ibv_devices without the provider"
+check assert_match "couldn't load driver 'libmbcf-rdmav34.so'" "$(cat "$work/ibv.err")" \
+	"libibverbs' warning (mbcf.driver is a conffile, kept until purge)"
+
+vm_phase "rdma link delete, modprobe -r mbcf, dpkg -r mbcf-dkms"
+rdma link delete mbcf0 && in_ns1 rdma link delete mbcf1 && modprobe -r mbcf
+check assert_eq "0 " "$? $(cat /sys/module/mbcf/version 2>/dev/null)" "mbcf unloaded"
+dpkg -r mbcf-dkms >>"$work/dpkg-r.log" 2>&1
+check assert_eq "0 un" "$? $(status_of mbcf-dkms)" "dpkg -r mbcf-dkms (status, package state: no conffiles)"
+sed 's/^/  dpkg| /' "$work/dpkg-r.log" | grep -v 'Reading database'
+check assert_eq "" "$(dkms status mbcf)" "dkms status after removal"
+modprobe mbcf 2>/dev/null
+check assert_eq 1 "$?" "modprobe mbcf status after removal"
+modinfo mbcf >/dev/null 2>&1
+check assert_eq 1 "$?" "modinfo mbcf status after removal"
+{
+	cat "$work/before"
+	echo "A /etc/libibverbs.d/mbcf.driver"
+	dkms_key
+} | LC_ALL=C sort >"$work/want"
+changes >"$work/now"
+if diff -u "$work/want" "$work/now" >"$work/diff"; then
+	echo "ok: after dpkg -r only the conffile mbcf.driver is left (and dkms's signing key)"
+else
+	failed=$((failed + 1))
+	echo "FAIL: files after dpkg -r differ (- expected, + found):"
+	sed 's/^/    /' "$work/diff"
+fi
+
+# --- 4. purge -------------------------------------------------------------------
+vm_phase "dpkg -P libmbcf1 mbcf-dkms"
+dpkg -P libmbcf1 mbcf-dkms >"$work/dpkg-p.log" 2>&1
+check assert_eq "0 " "$? $(status_of libmbcf1)$(status_of mbcf-dkms)" "dpkg -P (status, package states)"
+{
+	cat "$work/before"
+	dkms_key
+} | LC_ALL=C sort >"$work/want"
+changes >"$work/now"
+if diff -u "$work/want" "$work/now" >"$work/diff"; then
+	echo "ok: after dpkg -P the watched trees are as before the install (but for dkms's signing key)"
+else
+	failed=$((failed + 1))
+	echo "FAIL: files after dpkg -P differ from before the install (- expected, + found):"
+	sed 's/^/    /' "$work/diff"
+fi
+check assert_eq "rxe0" "$(devices)" "ibv_devices after purge"
+check assert_eq 0 "$(grep -c mbcf "$work/ibv.err")" "libibverbs lines about mbcf after purge"
+
+vm_dmesg_check || failed=$((failed + 1))
+echo "package: $failed failed"
+[ "$failed" = 0 ]

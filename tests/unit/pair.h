@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The two-connection fixture the connection tests share: a and b connected
+// to each other over a perfect link the test drives frame by frame.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace mbcft {
+
+constexpr uint32_t kRkey = 0x77;
+constexpr uint64_t kBase = 0x10000;
+constexpr uint64_t kMs = 1000000;
+
+class Pair : public ::testing::Test {
+protected:
+	Env a, b;
+	uint64_t now = 1000;
+	uint64_t next_cookie = 1;
+
+	void SetUp() override { setup(default_cfg(0x11, 0x22, 100, 200),
+				      default_cfg(0x22, 0x11, 200, 100)); }
+
+	void setup(mbcf_conn_cfg ca, mbcf_conn_cfg cb)
+	{
+		a = Env();
+		b = Env();
+		ASSERT_EQ(a.init(ca), 0);
+		ASSERT_EQ(b.init(cb), 0);
+		a.add_region(kRkey, kBase, 1 << 16, ACC_ALL);
+		b.add_region(kRkey, kBase, 1 << 16, ACC_ALL);
+		b.add_region(0x99, 0x90000, 4096, ACC_READ);
+	}
+
+	bool defer = false;	// enqueue only; the test kicks
+
+	uint64_t post(Env &e, uint8_t op, uint32_t len, uint64_t raddr = kBase,
+		      uint32_t rkey = kRkey, uint8_t fill = 0xab)
+	{
+		mbcf_wr w = make_wr(next_cookie++, op, len, raddr, rkey);
+		e.local[w.cookie] = std::vector<uint8_t>(op == MBCF_OP_CMP_SWAP ||
+			op == MBCF_OP_FETCH_ADD ? 8 : len, fill);
+		w.swap_add = 5;
+		w.compare = 0;
+		w.imm = 0x1234;
+		if (defer)
+			EXPECT_EQ(mbcf_conn_enqueue(&e.conn, &w), 0);
+		else
+			EXPECT_EQ(mbcf_conn_post(&e.conn, &w, now), 0);
+		return w.cookie;
+	}
+
+	mbcf_frame frame(Env &e, size_t i)
+	{
+		mbcf_frame f{};
+		EXPECT_TRUE(parse(e.out.at(i), &f));
+		return f;
+	}
+
+	void fire(Env &e)
+	{
+		ASSERT_NE(e.timer_at, 0u);
+		now = e.timer_at;
+		e.timer_at = 0;
+		mbcf_conn_timeout(&e.conn, now);
+	}
+};
+
+}  // namespace mbcft

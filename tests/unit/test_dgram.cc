@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Datagrams (verbs UD): exact frames, the GRH the receiver writes, Q_Key
+// checks, and one verdict per frame.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+using namespace mbcft;
+
+namespace {
+
+constexpr uint32_t kQkey = 0x11112222;
+
+class Dgram : public ::testing::Test {
+protected:
+	Env a, b;
+	mbcf_dgram da{}, db{};
+	mbcf_ud_dest to{};
+
+	void SetUp() override
+	{
+		ASSERT_EQ(mbcf_dgram_init(&da, 0x101, kQkey, 1500, &kOps, &a), 0);
+		ASSERT_EQ(mbcf_dgram_init(&db, 0x202, kQkey, 1500, &kOps, &b), 0);
+		to.remote_qpn = 0x202;
+		to.qkey = kQkey;
+		to.vtf = 0x07u << 20 | 0xabcde;	// traffic class 7, flow label
+		to.hop_limit = 1;
+		for (int i = 0; i < 16; i++) {
+			to.sgid[i] = (uint8_t)(0xa0 + i);
+			to.dgid[i] = (uint8_t)(0xb0 + i);
+		}
+	}
+
+	int send(uint64_t cookie, uint8_t op, uint32_t len, uint8_t fill = 0x5c)
+	{
+		mbcf_wr w = make_wr(cookie, op, len, 0, 0);
+
+		w.imm = 0xfeedf00d;
+		w.flags = MBCF_F_SOLICITED;
+		a.local[cookie] = std::vector<uint8_t>(len, fill);
+		return mbcf_dgram_send(&da, &w, &to);
+	}
+
+	// Deliver a's frames to b's datagram endpoint, as the module does.
+	void pump()
+	{
+		while (!a.out.empty()) {
+			auto fr = a.out.front();
+			mbcf_frame f;
+
+			a.out.pop_front();
+			b.dev_ctr.rx_frames++;
+			if (mbcf_codec_parse(fr.data(), (uint32_t)fr.size(), &f,
+					     &b.dev_ctr) == MBCF_PARSE_OK)
+				mbcf_dgram_rx(&db, &f);
+		}
+	}
+
+	int64_t unaccounted()
+	{
+		b.conn.ctr = db.ctr;	// rx_unaccounted sums conn + dev
+		return rx_unaccounted(b);
+	}
+};
+
+// A datagram lands behind the GRH verbs expects, with the sender's QPN.
+TEST_F(Dgram, DeliversBehindAGrh)
+{
+	b.recvs.push_back({9, 40 + 1000});
+	EXPECT_EQ(send(1, MBCF_OP_SEND_IMM, 1000), MBCF_WC_SUCCESS);
+	ASSERT_EQ(a.cqes.size(), 1u);		// complete when sent
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	ASSERT_EQ(a.out.size(), 1u);
+	mbcf_frame f;
+	ASSERT_TRUE(parse(a.out[0], &f));
+	EXPECT_EQ(f.op, MBCF_OP_DGRAM);
+	EXPECT_EQ(f.psn, 0u);
+	EXPECT_EQ(f.hdr_len, 72u);
+	EXPECT_EQ(f.rkey, kQkey);
+	pump();
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	const mbcf_cqe &c = b.rcqes[0];
+	EXPECT_EQ(c.cookie, 9u);
+	EXPECT_EQ(c.status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(c.byte_len, 1040u);
+	EXPECT_EQ(c.src_qpn, 0x101u);
+	EXPECT_EQ(c.imm, 0xfeedf00du);
+	EXPECT_EQ(c.flags, MBCF_CQE_RECV | MBCF_CQE_GRH | MBCF_CQE_IMM | MBCF_CQE_SOLICITED);
+	const auto &buf = b.recv_buf[9];
+	ASSERT_EQ(buf.size(), 1040u);
+	const uint8_t grh_head[8] = { 0x60, 0x7a, 0xbc, 0xde, 0x03, 0xe8, 0x1b, 1 };
+	EXPECT_EQ(std::vector<uint8_t>(buf.begin(), buf.begin() + 8),
+		  std::vector<uint8_t>(grh_head, grh_head + 8));
+	EXPECT_EQ(std::vector<uint8_t>(buf.begin() + 8, buf.begin() + 24),
+		  std::vector<uint8_t>(to.sgid, to.sgid + 16));
+	EXPECT_EQ(std::vector<uint8_t>(buf.begin() + 24, buf.begin() + 40),
+		  std::vector<uint8_t>(to.dgid, to.dgid + 16));
+	EXPECT_EQ(std::vector<uint8_t>(buf.begin() + 40, buf.end()),
+		  std::vector<uint8_t>(1000, 0x5c));
+	EXPECT_EQ(db.ctr.rx_accepted, 1u);
+	EXPECT_EQ(unaccounted(), 0);
+}
+
+// One frame per datagram: larger than a frame is a local length error and
+// nothing leaves; exactly a frame's worth goes.
+TEST_F(Dgram, AtMostOneFrame)
+{
+	uint32_t max = mbcf_dgram_max_payload(1500);
+
+	EXPECT_EQ(max, 1500u - 72);
+	EXPECT_EQ(send(1, MBCF_OP_SEND, max + 1), MBCF_WC_LOC_LEN_ERR);
+	EXPECT_TRUE(a.out.empty());
+	EXPECT_EQ(send(2, MBCF_OP_SEND, max), MBCF_WC_SUCCESS);
+	ASSERT_EQ(a.out.size(), 1u);
+	EXPECT_EQ(a.out[0].size(), 1500u);
+	EXPECT_EQ(send(3, MBCF_OP_SEND, 0), MBCF_WC_SUCCESS);	// zero length
+	mbcf_wr w = make_wr(4, MBCF_OP_WRITE, 8, 0, 0);	// not on UD
+	EXPECT_EQ(mbcf_dgram_send(&da, &w, &to), MBCF_WC_LOC_LEN_ERR);
+	ASSERT_EQ(a.cqes.size(), 4u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_LEN_ERR);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_SUCCESS);
+}
+
+// A datagram whose buffer is gone (its MR deregistered) does not leave and
+// completes with a local protection error.
+TEST_F(Dgram, BufferGoneIsALocalProtectionError)
+{
+	a.fault_cookie = 1;
+	EXPECT_EQ(send(1, MBCF_OP_SEND, 600), MBCF_WC_LOC_PROT_ERR);
+	EXPECT_TRUE(a.out.empty());
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(da.ctr.tx_frames, 0u);
+}
+
+// What the receiver cannot take is lost, counted once, and never touches
+// a receive it does not fit.
+TEST_F(Dgram, UndeliverableDatagrams)
+{
+	send(1, MBCF_OP_SEND, 100);		// no receive posted
+	pump();
+	EXPECT_EQ(db.ctr.drop_stopped, 1u);
+	to.qkey = 0x999;
+	send(2, MBCF_OP_SEND, 100);		// wrong Q_Key
+	to.qkey = kQkey;
+	to.remote_qpn = 0x303;
+	send(3, MBCF_OP_SEND, 100);		// not this QP
+	to.remote_qpn = 0x202;
+	b.recvs.push_back({7, 100});		// too small for GRH + 100
+	send(4, MBCF_OP_SEND, 100);
+	pump();
+	EXPECT_EQ(db.ctr.drop_bad_qkey, 1u);
+	EXPECT_EQ(db.ctr.drop_wrong_qp, 1u);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].cookie, 7u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_LOC_LEN_ERR);
+	EXPECT_TRUE(b.recv_buf[7].empty());
+	b.claim_bad = true;
+	send(5, MBCF_OP_SEND, 10);
+	pump();
+	EXPECT_EQ(db.ctr.remote_errors, 2u);
+	EXPECT_EQ(unaccounted(), 0);
+}
+
+// Payload in pieces (a non-linear packet buffer) lands like contiguous.
+TEST_F(Dgram, PayloadInPieces)
+{
+	b.recvs.push_back({5, 2000});
+	send(1, MBCF_OP_SEND, 1300, 0x77);
+	ASSERT_EQ(a.out.size(), 1u);
+	auto fr = a.out.front();
+	a.out.clear();
+	mbcf_frame f;
+	ASSERT_EQ(mbcf_codec_parse_split(fr.data(), 72, (uint32_t)fr.size(), &f, nullptr),
+		  MBCF_PARSE_OK);
+	ASSERT_EQ(f.payload, nullptr);
+	std::vector<uint8_t> p1(fr.begin() + 72, fr.begin() + 73),
+		p2(fr.begin() + 73, fr.end());
+	mbcf_iov iov[2] = { { p1.data(), 1 }, { p2.data(), (uint32_t)p2.size() } };
+	f.iov = iov;
+	f.niov = 2;
+	mbcf_dgram_rx(&db, &f);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(std::vector<uint8_t>(b.recv_buf[5].begin() + 40, b.recv_buf[5].end()),
+		  std::vector<uint8_t>(1300, 0x77));
+}
+
+}  // namespace

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mbcf_ud_test: UD queue pairs, exact values and bad input; run in the
+ * guest by tests/vm/ud.sh (docs/protocol.md section 15).
+ *
+ *   mbcf_ud_test [-a DEV] [-b DEV]
+ *
+ * The senders are UD QPs on device -a (default mbcf1; the process runs in
+ * that device's netns, where its GIDs may be used for address handles), the
+ * receivers UD QPs on device -b (default mbcf0).  Address handles: is_global,
+ * dgid = the peer's GID 0, sgid_index 0.  What it asserts:
+ *  1. data: sends of 1, 100 and active_mtu bytes (ibv_query_port; 1024 at
+ *     MTU 1500), with and without immediate: the send completes SUCCESS; the
+ *     receive completes SUCCESS, opcode RECV, byte_len = 40 + len, GRH flag,
+ *     src_qp the sender's, WITH_IMM and imm_data exactly when sent; its first
+ *     40 bytes are the GRH (version 6, payload length, next header 0x1B, hop
+ *     limit, sgid = the sender's GID 0 at 8..23, dgid = the receiver's at
+ *     24..39), then every payload byte, and nothing written past them;
+ *  2. oversize: active_mtu + 1 bytes is NOT refused: mbcf bounds a
+ *     datagram by one frame, netdev MTU - 72 = 1428 at MTU 1500, so it
+ *     arrives intact, and so do 1428 bytes; 1429 bytes are accepted by
+ *     ibv_post_send (the provider does not check lengths) and complete with
+ *     IBV_WC_LOC_LEN_ERR; nothing is sent; the sending QP goes to ERR (a
+ *     datagram QP fails by its requests, kmod/wr.c);
+ *  3. wrong Q_Key: nothing arrives, the receiver's drop_bad_qkey grows by
+ *     exactly 1 (`rdma statistic`), the send itself completes SUCCESS;
+ *     the same receive then takes a datagram with the right Q_Key, and one
+ *     sent with a Q_Key whose high bit is set (the sending QP's own);
+ *  4. receive too small (40 + 10 bytes) for a 100-byte datagram: the receive
+ *     completes with IBV_WC_LOC_LEN_ERR (remote_errors + 1), the QP stays
+ *     usable: the next datagram, into a big enough receive, arrives intact;
+ *  5. an AH to a GID nobody has (fe80::1234): ibv_create_ah succeeds (the
+ *     MAC of a link-local GID is derived from it, 02:00:00:00:12:34), the
+ *     send completes SUCCESS, nothing arrives (not even a frame at the
+ *     receiving device: rx_frames unchanged); an AH of another PD used on a
+ *     QP: the send completes with IBV_WC_LOC_QP_OP_ERR, nothing arrives;
+ *  and every object is destroyed without error.
+ * Prints "ok: ..." per check and "FAIL: ..." per failure; the exit status is
+ * the number of failures (capped at 100), 2 for setup errors.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_S		30.0	/* what must come (a loaded TCG host) */
+#define QUIET_MS	200	/* what must not come */
+#define QKEY		0x11111111u
+#define SLOT		8192u	/* receive buffer per receive */
+#define NSLOT		8u
+#define PAD		0xee
+#define NET_MTU		1500u	/* veth0/veth1 (ud.sh checks) */
+#define DGRAM_MAX	(NET_MTU - 72)	/* one DGRAM frame's payload */
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (cond) {						\
+			printf("ok: " __VA_ARGS__);			\
+		} else {						\
+			failures++;					\
+			printf("FAIL: " __VA_ARGS__);			\
+		}							\
+		printf("\n");						\
+	} while (0)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct dev {
+	const char *name;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t len;
+	union ibv_gid gid;
+	struct ibv_port_attr port;
+};
+
+static struct dev DA, DB;
+static uint32_t mtu_bytes;
+
+static void dev_open(struct dev *d, const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	if (!list)
+		die("ibv_get_device_list");
+	d->name = name;
+	for (i = 0; list[i] && !d->ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			d->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!d->ctx) {
+		fprintf(stderr, "setup: cannot open %s\n", name);
+		exit(2);
+	}
+	d->pd = ibv_alloc_pd(d->ctx);
+	if (!d->pd || ibv_query_gid(d->ctx, 1, 0, &d->gid) ||
+	    ibv_query_port(d->ctx, 1, &d->port))
+		die("ibv_alloc_pd / ibv_query_gid / ibv_query_port");
+	d->cq = ibv_create_cq(d->ctx, 256, NULL, NULL, 0);
+	if (!d->cq)
+		die("ibv_create_cq");
+	d->len = NSLOT * SLOT;
+	d->buf = aligned_alloc(4096, d->len);
+	if (!d->buf)
+		die("aligned_alloc");
+	memset(d->buf, PAD, d->len);
+	d->mr = ibv_reg_mr(d->pd, d->buf, d->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!d->mr)
+		die("ibv_reg_mr");
+}
+
+/*
+ * Protocol counter name of d's port: `rdma statistic show link DEV/1` (the
+ * sysfs hw_counters are not visible from ns1); -1 if it cannot be read.
+ */
+static long long counter(const struct dev *d, const char *name)
+{
+	char cmd[128], tok[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma statistic show link %s/1 2>/dev/null",
+		 d->name);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%127s", tok) == 1)
+		if (!strcmp(tok, name) && fscanf(f, "%lld", &v) != 1)
+			v = -1;
+	pclose(f);
+	return v;
+}
+
+static struct ibv_qp *ud_qp(struct dev *d)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = d->cq, .recv_cq = d->cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(d->pd, &ia);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qkey = QKEY };
+
+	if (!qp)
+		die("ibv_create_qp UD");
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD INIT");
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		die("UD RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD RTS");
+	return qp;
+}
+
+static struct ibv_ah *ah_to(struct ibv_pd *pd, const union ibv_gid *dgid)
+{
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = *dgid, .sgid_index = 0,
+					   .hop_limit = 1 } };
+
+	return ibv_create_ah(pd, &aa);
+}
+
+/* Receive wr_id into B's slot wr_id % NSLOT, len bytes, the slot padded. */
+static void post_recv(struct ibv_qp *qp, uint64_t wr_id, uint32_t len)
+{
+	uint8_t *p = DB.buf + (wr_id % NSLOT) * SLOT;
+	struct ibv_sge sg = { (uintptr_t)p, len, DB.mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sg, .num_sge = 1 },
+			   *bad;
+
+	memset(p, PAD, SLOT);
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("ibv_post_recv");
+}
+
+static uint8_t pat(uint64_t k, uint32_t i)
+{
+	return (uint8_t)(k * 29 + i * 7 + (i >> 8) + 1);
+}
+
+/* Send len bytes of pattern k from A's buffer; ibv_post_send's return. */
+static int post_ud(struct ibv_qp *qp, uint64_t wr_id, uint32_t len,
+		   struct ibv_ah *ah, uint32_t rqpn, uint32_t qkey,
+		   int imm, uint32_t immv)
+{
+	struct ibv_sge sg = { (uintptr_t)DA.buf, len, DA.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sg, .num_sge = 1,
+		.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(immv),
+	}, *bad;
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		DA.buf[i] = pat(wr_id, i);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = rqpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* Up to n completions of cq within WAIT_S. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	double end = now_s() + WAIT_S;
+	int got = 0, r;
+
+	while (got < n && now_s() < end) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (!r)
+			usleep(200);
+	}
+	return got;
+}
+
+/* Completions that arrive on cq within QUIET_MS (should be none). */
+static int poll_quiet(struct ibv_cq *cq)
+{
+	double end = now_s() + QUIET_MS / 1000.0;
+	struct ibv_wc wc[8];
+	int got = 0, r;
+
+	while (now_s() < end) {
+		r = ibv_poll_cq(cq, 8, wc);
+		if (r > 0) {
+			got += r;
+			printf("  unexpected completion wr_id %llu status %s\n",
+			       (unsigned long long)wc[0].wr_id,
+			       ibv_wc_status_str(wc[0].status));
+		}
+		usleep(1000);
+	}
+	return got;
+}
+
+/* The send wr_id on A completes with status st. */
+static void expect_send(const char *what, uint64_t wr_id, struct ibv_qp *qp,
+			enum ibv_wc_status st)
+{
+	struct ibv_wc wc;
+	int n = poll_n(DA.cq, &wc, 1);
+
+	CHECK(n == 1 && wc.status == st && wc.wr_id == wr_id &&
+	      wc.qp_num == qp->qp_num &&
+	      (st != IBV_WC_SUCCESS || wc.opcode == IBV_WC_SEND),
+	      "%s: send %llu completes %s (n %d status %s wr_id %llu opcode %d)",
+	      what, (unsigned long long)wr_id, ibv_wc_status_str(st), n,
+	      n == 1 ? ibv_wc_status_str(wc.status) : "-",
+	      n == 1 ? (unsigned long long)wc.wr_id : 0ULL,
+	      n == 1 ? (int)wc.opcode : -1);
+}
+
+/* Receive wr_id on qb holds datagram wr_id (len bytes) from qa, exactly. */
+static void expect_dgram(const char *what, uint64_t wr_id, struct ibv_qp *qb,
+			 struct ibv_qp *qa, uint64_t pk, uint32_t len, int imm,
+			 uint32_t immv)
+{
+	const uint8_t *p = DB.buf + (wr_id % NSLOT) * SLOT;
+	struct ibv_wc wc;
+	uint32_t i, bad = 0;
+	int n = poll_n(DB.cq, &wc, 1);
+
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	      wc.wr_id == wr_id && wc.qp_num == qb->qp_num &&
+	      wc.src_qp == qa->qp_num && wc.byte_len == 40 + len,
+	      "%s: receive %llu SUCCESS RECV qp %u src_qp %u byte_len %u "
+	      "(n %d status %s opcode %d wr_id %llu qp %u src_qp %u byte_len %u)",
+	      what, (unsigned long long)wr_id, qb->qp_num, qa->qp_num, 40 + len,
+	      n, n == 1 ? ibv_wc_status_str(wc.status) : "-",
+	      n == 1 ? (int)wc.opcode : -1,
+	      n == 1 ? (unsigned long long)wc.wr_id : 0ULL,
+	      n == 1 ? wc.qp_num : 0, n == 1 ? wc.src_qp : 0,
+	      n == 1 ? wc.byte_len : 0);
+	if (n != 1)
+		return;
+	CHECK((wc.wc_flags & IBV_WC_GRH) &&
+	      !!(wc.wc_flags & IBV_WC_WITH_IMM) == !!imm &&
+	      (!imm || ntohl(wc.imm_data) == immv),
+	      "%s: GRH flag, WITH_IMM %s%s (wc_flags 0x%x imm 0x%08x)", what,
+	      imm ? "set" : "clear", imm ? ", imm_data exact" : "",
+	      wc.wc_flags, ntohl(wc.imm_data));
+	CHECK(p[0] >> 4 == 6 && p[4] == (len >> 8) && p[5] == (len & 0xff) &&
+	      p[6] == 0x1B && p[7] == 1,
+	      "%s: GRH: version 6, payload length %u, next header 0x1B, hop limit 1 "
+	      "(%02x .. %02x%02x %02x %02x)", what, len, p[0], p[4], p[5], p[6],
+	      p[7]);
+	CHECK(!memcmp(p + 8, DA.gid.raw, 16) && !memcmp(p + 24, DB.gid.raw, 16),
+	      "%s: GRH sgid (8..23) = %s's GID 0, dgid (24..39) = %s's GID 0",
+	      what, DA.name, DB.name);
+	for (i = 0; i < len; i++)
+		if (p[40 + i] != pat(pk, i))
+			bad++;
+	for (i = 40 + len; i < SLOT; i++)
+		if (p[i] != PAD)
+			bad++;
+	CHECK(bad == 0, "%s: %u payload bytes exact, nothing written past them "
+	      "(%u bytes wrong)", what, len, bad);
+}
+
+static void expect_none(const char *what)
+{
+	int n = poll_quiet(DB.cq);
+
+	CHECK(n == 0, "%s: nothing arrives in %d ms (%d completions)", what,
+	      QUIET_MS, n);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+int main(int argc, char **argv)
+{
+	const char *da = "mbcf1", *db = "mbcf0";
+	static const uint32_t lens[3] = { 1, 100, 0 };
+	union ibv_gid nobody = { .raw = { 0xfe, 0x80, [14] = 0x12, [15] = 0x34 } };
+	struct ibv_qp *qa, *qb, *qx;
+	struct ibv_ah *ah, *ahx;
+	struct ibv_pd *pd2;
+	long long c0, c1, r0, r1;
+	char what[96];
+	uint64_t id = 100;
+	int c, i, imm, rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((c = getopt(argc, argv, "a:b:")) != -1) {
+		switch (c) {
+		case 'a':
+			da = optarg;
+			break;
+		case 'b':
+			db = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-a DEV] [-b DEV]\n", argv[0]);
+			return 2;
+		}
+	}
+	dev_open(&DA, da);
+	dev_open(&DB, db);
+	mtu_bytes = 128u << DA.port.active_mtu;
+	CHECK(DA.port.active_mtu == IBV_MTU_1024 && DB.port.active_mtu == IBV_MTU_1024,
+	      "active_mtu 1024 on both ports at MTU 1500 (%u, %u)",
+	      128u << DA.port.active_mtu, 128u << DB.port.active_mtu);
+
+	qa = ud_qp(&DA);
+	qb = ud_qp(&DB);
+	ah = ah_to(DA.pd, &DB.gid);
+	if (!ah)
+		die("ibv_create_ah");
+
+	/* 1. data */
+	for (i = 0; i < 3; i++) {
+		uint32_t len = lens[i] ? lens[i] : mtu_bytes;
+
+		for (imm = 0; imm < 2; imm++, id++) {
+			snprintf(what, sizeof(what), "data %u bytes%s", len,
+				 imm ? " with imm" : "");
+			post_recv(qb, id, 40 + 4096);
+			if (post_ud(qa, id, len, ah, qb->qp_num, QKEY, imm,
+				    0xa5000000u + (uint32_t)id))
+				die("ibv_post_send");
+			expect_send(what, id, qa, IBV_WC_SUCCESS);
+			expect_dgram(what, id, qb, qa, id, len, imm,
+				     0xa5000000u + (uint32_t)id);
+		}
+	}
+
+	/*
+	 * 2. oversize.  mbcf's bound for a datagram is not active_mtu but what
+	 * fits one frame: netdev MTU - 72 (docs/protocol.md 15; 1428 at MTU
+	 * 1500, qp.c passes the netdev MTU to mbcf_dgram_init).  So active_mtu
+	 * + 1 is sent and arrives intact; DGRAM_MAX + 1 is accepted by
+	 * ibv_post_send (the provider checks no length) and completes with
+	 * IBV_WC_LOC_LEN_ERR, nothing sent, and the sending QP goes to ERR.
+	 */
+	snprintf(what, sizeof(what), "active_mtu + 1 = %u bytes", mtu_bytes + 1);
+	post_recv(qb, id, 40 + 4096);
+	if (post_ud(qa, id, mtu_bytes + 1, ah, qb->qp_num, QKEY, 0, 0))
+		die("ibv_post_send");
+	expect_send(what, id, qa, IBV_WC_SUCCESS);
+	expect_dgram(what, id, qb, qa, id, mtu_bytes + 1, 0, 0);
+	id++;
+	snprintf(what, sizeof(what), "MTU - 72 = %u bytes", DGRAM_MAX);
+	post_recv(qb, id, 40 + 4096);
+	if (post_ud(qa, id, DGRAM_MAX, ah, qb->qp_num, QKEY, 1, 7))
+		die("ibv_post_send");
+	expect_send(what, id, qa, IBV_WC_SUCCESS);
+	expect_dgram(what, id, qb, qa, id, DGRAM_MAX, 1, 7);
+	id++;
+	qx = ud_qp(&DA);
+	post_recv(qb, id, 40 + 4096);
+	rc = post_ud(qx, 200, DGRAM_MAX + 1, ah, qb->qp_num, QKEY, 0, 0);
+	CHECK(rc == 0, "oversize: ibv_post_send of %u bytes accepted (%d)",
+	      DGRAM_MAX + 1, rc);
+	if (!rc)
+		expect_send("oversize", 200, qx, IBV_WC_LOC_LEN_ERR);
+	expect_none("oversize");
+	CHECK(qp_state(qx) == IBV_QPS_ERR, "oversize: sending QP in ERR (%d)",
+	      (int)qp_state(qx));
+	CHECK(ibv_destroy_qp(qx) == 0, "oversize: destroy the failed QP");
+
+	/* 3. wrong Q_Key (receive id still posted) */
+	c0 = counter(&DB, "drop_bad_qkey");
+	if (post_ud(qa, 300, 64, ah, qb->qp_num, QKEY + 1, 0, 0))
+		die("ibv_post_send");
+	expect_send("wrong qkey", 300, qa, IBV_WC_SUCCESS);
+	expect_none("wrong qkey");
+	c1 = counter(&DB, "drop_bad_qkey");
+	CHECK(c0 >= 0 && c1 == c0 + 1, "wrong qkey: %s drop_bad_qkey +1 (%lld -> %lld)",
+	      DB.name, c0, c1);
+	if (post_ud(qa, 301, 64, ah, qb->qp_num, QKEY, 0, 0))
+		die("ibv_post_send");
+	expect_send("right qkey after", 301, qa, IBV_WC_SUCCESS);
+	expect_dgram("right qkey after", id, qb, qa, 301, 64, 0, 0);
+	id++;
+	post_recv(qb, id, 40 + 4096);
+	if (post_ud(qa, 302, 77, ah, qb->qp_num, 0x80000000u, 0, 0))
+		die("ibv_post_send");
+	expect_send("qkey high bit (the QP's own)", 302, qa, IBV_WC_SUCCESS);
+	expect_dgram("qkey high bit (the QP's own)", id, qb, qa, 302, 77, 0, 0);
+	id++;
+
+	/* 4. receive too small: LOC_LEN_ERR, the QP goes on */
+	{
+		struct ibv_wc wc;
+		int n;
+
+		r0 = counter(&DB, "remote_errors");
+		post_recv(qb, id, 40 + 10);
+		if (post_ud(qa, 400, 100, ah, qb->qp_num, QKEY, 0, 0))
+			die("ibv_post_send");
+		expect_send("small receive", 400, qa, IBV_WC_SUCCESS);
+		n = poll_n(DB.cq, &wc, 1);
+		CHECK(n == 1 && wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == id &&
+		      wc.qp_num == qb->qp_num,
+		      "small receive: receive %llu of 50 bytes completes LOC_LEN_ERR "
+		      "(n %d status %s wr_id %llu byte_len %u)",
+		      (unsigned long long)id, n,
+		      n == 1 ? ibv_wc_status_str(wc.status) : "-",
+		      n == 1 ? (unsigned long long)wc.wr_id : 0ULL,
+		      n == 1 ? wc.byte_len : 0);
+		r1 = counter(&DB, "remote_errors");
+		CHECK(r0 >= 0 && r1 == r0 + 1,
+		      "small receive: %s remote_errors +1 (%lld -> %lld)", DB.name,
+		      r0, r1);
+		CHECK(qp_state(qb) == IBV_QPS_RTS, "small receive: receiving QP "
+		      "still RTS (%d)", (int)qp_state(qb));
+		id++;
+		post_recv(qb, id, 40 + 4096);
+		if (post_ud(qa, 401, 100, ah, qb->qp_num, QKEY, 1, 0xbeef))
+			die("ibv_post_send");
+		expect_send("after small receive", 401, qa, IBV_WC_SUCCESS);
+		expect_dgram("after small receive", id, qb, qa, 401, 100, 1, 0xbeef);
+		id++;
+	}
+
+	/* 5a. a GID nobody has: created, sent, lost (no frame reaches B) */
+	post_recv(qb, id, 40 + 4096);
+	ahx = ah_to(DA.pd, &nobody);
+	CHECK(ahx != NULL, "nobody: ibv_create_ah to fe80::1234 succeeds (%s)",
+	      ahx ? "-" : strerror(errno));
+	if (ahx) {
+		r0 = counter(&DB, "rx_frames");
+		if (post_ud(qa, 500, 64, ahx, qb->qp_num, QKEY, 0, 0))
+			die("ibv_post_send");
+		expect_send("nobody", 500, qa, IBV_WC_SUCCESS);
+		expect_none("nobody");
+		r1 = counter(&DB, "rx_frames");
+		CHECK(r0 >= 0 && r1 == r0, "nobody: %s rx_frames unchanged "
+		      "(%lld -> %lld)", DB.name, r0, r1);
+		CHECK(ibv_destroy_ah(ahx) == 0, "nobody: destroy_ah");
+	}
+
+	/* 5b. an AH of another PD: LOC_QP_OP_ERR, nothing sent */
+	pd2 = ibv_alloc_pd(DA.ctx);
+	if (!pd2)
+		die("ibv_alloc_pd");
+	ahx = ah_to(pd2, &DB.gid);
+	if (!ahx)
+		die("ibv_create_ah (pd2)");
+	qx = ud_qp(&DA);
+	rc = post_ud(qx, 510, 64, ahx, qb->qp_num, QKEY, 0, 0);
+	CHECK(rc == 0, "other PD's AH: ibv_post_send accepted (%d)", rc);
+	if (!rc)
+		expect_send("other PD's AH", 510, qx, IBV_WC_LOC_QP_OP_ERR);
+	expect_none("other PD's AH");
+	CHECK(qp_state(qx) == IBV_QPS_ERR, "other PD's AH: sending QP in ERR (%d)",
+	      (int)qp_state(qx));
+	/* the receive still posted takes the next good datagram */
+	if (post_ud(qa, 511, 1, ah, qb->qp_num, QKEY, 0, 0))
+		die("ibv_post_send");
+	expect_send("after other PD's AH", 511, qa, IBV_WC_SUCCESS);
+	expect_dgram("after other PD's AH", id, qb, qa, 511, 1, 0, 0);
+	CHECK(poll_quiet(DA.cq) == 0 && poll_quiet(DB.cq) == 0,
+	      "nothing more on either CQ");
+
+	CHECK(ibv_destroy_qp(qx) == 0 && ibv_destroy_ah(ahx) == 0 &&
+	      ibv_dealloc_pd(pd2) == 0 && ibv_destroy_ah(ah) == 0 &&
+	      ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0,
+	      "destroy QPs, AHs, the second PD");
+	for (i = 0; i < 2; i++) {
+		struct dev *d = i ? &DB : &DA;
+
+		CHECK(ibv_dereg_mr(d->mr) == 0 && ibv_destroy_cq(d->cq) == 0 &&
+		      ibv_dealloc_pd(d->pd) == 0 && ibv_close_device(d->ctx) == 0,
+		      "%s: destroy MR, CQ, PD, close", d->name);
+		free(d->buf);
+	}
+	printf("ud_test: %d failure(s)\n", failures);
+	return failures > 100 ? 100 : failures;
+}

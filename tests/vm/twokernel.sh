@@ -1,0 +1,237 @@
+#!/bin/bash
+# Pair test (two kernels): guest A runs the servers on its mbcf0, guest B the
+# clients on its own mbcf0, across the Ethernet link between the two guests:
+#   rping (rdma_cm, data validated), perftest with -R (rdma_cm) and with
+#   -x GID (perftest's TCP exchange), ibv_rc_pingpong -c (data checked),
+#   a perftest run on rxe0 as the reference, and vm_pair_rsh (the launcher
+#   hook for MPI).
+#   tests/vm/run2.sh tests/vm/twokernel.sh [quick]
+set -u
+# shellcheck source=lib.sh
+. "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+
+vm_pair_require
+
+failed=0
+runs=0
+step=0
+A=$VM_PAIR_IP_A
+# Link-local GID 0 (fe80:: + EUI-64, RoCE: destination MAC from the GID, no
+# ARP); the IPv4-mapped GID of the link address (destination MAC by ARP).
+GID_LL=0
+GID_V4=$(vm_gid_index mbcf0 "$VM_PAIR_IP") || vm_die "mbcf0 has no GID for $VM_PAIR_IP"
+vm_log "mbcf0 GIDs: $GID_LL = $VM_PAIR_IP6, $GID_V4 = ::ffff:$VM_PAIR_IP"
+
+ctr() { # DEV NAME: print a port counter
+	local v=0
+	read -r v 2>/dev/null <"/sys/class/infiniband/$1/ports/1/hw_counters/$2"
+	echo "${v:-0}"
+}
+
+# listening KIND: is the server up?  tcp:PORT (perftest's and ibv_rc_pingpong's
+# exchange) from /proc/net/tcp, cm:PORT (an rdma_cm listener) from rdma's
+# resource tracking.
+listening() {
+	local kind=${1%%:*} port=${1#*:} sl local rest
+	case "$kind" in
+	tcp)
+		local hex
+		hex=$(printf ':%04X' "$port")
+		while read -r sl local rest; do
+			[[ $local == *"$hex" ]] && [[ $rest == *" 0A "* ]] && return 0
+		done </proc/net/tcp
+		return 1
+		;;
+	cm)
+		rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*:$port( |$)"
+		;;
+	esac
+}
+
+# pair STEP_NAME LISTEN CHECK -- SERVER_ARGV... -- CLIENT_ARGV...
+# A runs the server, waits until it listens (LISTEN, see listening()) and
+# tells B "ready"; B runs the client, retrying while the server is up and the
+# client fails to connect; both report their status to each other.  CHECK
+# is a function called on B as CHECK CLIENT_OUTPUT_FILE; it prints ok/FAIL
+# and returns 0/1.  A rerun of the whole step happens (at most twice, and is
+# said so) when perftest could not calibrate its clock on the loaded host.
+pair() {
+	local name=$1 listen=$2 check=$3 srv=() cli=() out rc attempt key
+	shift 3
+	[ "$1" = -- ] && shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	step=$((step + 1))
+	runs=$((runs + 1))
+	out=$(mktemp)
+	for attempt in 1 2 3; do
+		key=s$step.$attempt
+		if vm_is_pair_a; then
+			timeout 120 "${srv[@]}" >"$out" 2>&1 &
+			local spid=$! end=$((SECONDS + 60))
+			until listening "$listen"; do
+				if ! kill -0 "$spid" 2>/dev/null || [ "$SECONDS" -ge "$end" ]; then
+					echo "note: $name: server not listening ($listen) after $((SECONDS - end + 60))s"
+					break
+				fi
+				sleep 0.2
+			done
+			vm_pair_post "ready.$key" || break
+			rc=0
+			wait "$spid" || rc=$?
+			vm_pair_post "sdone.$key" "$rc"
+			local crc
+			crc=$(vm_pair_wait "cdone.$key" 300) || crc="none"
+			[ "$crc" = calib ] && continue
+			if [ "$rc" != 0 ]; then
+				failed=$((failed + 1))
+				echo "FAIL: $name: server rc=$rc (client: $crc)"
+				tail -n 12 "$out" | sed 's/^/  server| /'
+			elif [ "$crc" != 0 ]; then
+				failed=$((failed + 1))
+				echo "FAIL: $name: client on B failed ($crc); server output:"
+				tail -n 6 "$out" | sed 's/^/  server| /'
+			else
+				echo "ok: $name (server)"
+			fi
+			break
+		else
+			vm_pair_wait "ready.$key" 300 >/dev/null || { failed=$((failed + 1)); break; }
+			local tries=0 t0=$SECONDS
+			while :; do
+				tries=$((tries + 1))
+				rc=0
+				timeout 120 "${cli[@]}" >"$out" 2>&1 || rc=$?
+				[ "$rc" = 0 ] && break
+				# Retry only while the server is still there (it exits
+				# after one client) and the client never got through.
+				vm_pair_peek "sdone.$key" >/dev/null && break
+				[ $((SECONDS - t0)) -ge 60 ] && break
+				echo "note: $name: client attempt $tries failed (rc=$rc: $(grep -m1 -iE 'error|fail|unable|couldn' "$out")), retrying"
+				sleep 1
+			done
+			if [ "$rc" = 0 ] && grep -q 'Correlation coefficient r^2' "$out" && [ "$attempt" -lt 3 ]; then
+				echo "note: $name: perftest could not calibrate its clock (attempt $attempt), rerun"
+				vm_pair_post "cdone.$key" calib
+				vm_pair_wait "sdone.$key" 150 >/dev/null
+				continue
+			fi
+			local verdict=$rc
+			if [ "$rc" != 0 ]; then
+				echo "FAIL: $name: client rc=$rc after $tries attempt(s)"
+				tail -n 12 "$out" | sed 's/^/  client| /'
+			elif ! "$check" "$out"; then
+				verdict=check
+			fi
+			vm_pair_post "cdone.$key" "$verdict"
+			local src
+			src=$(vm_pair_wait "sdone.$key" 150) || src=none
+			if [ "$verdict" != 0 ] || [ "$src" != 0 ]; then
+				failed=$((failed + 1))
+				[ "$src" != 0 ] && echo "FAIL: $name: server on A failed ($src)"
+			fi
+			break
+		fi
+	done
+	rm -f "$out"
+}
+
+# Checks on the client's output (B).
+check_rping() { # rping -v prints each validated ping
+	local n
+	n=$(grep -c '^ping data: rdma-ping-' "$1")
+	assert_eq 100 "$n" "rping: pings validated"
+}
+check_perf() { # a result row "<bytes> <iterations> <figures...>", column 5 > 0
+	local row
+	row=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print; exit }' "$1")
+	if [ -n "$row" ] && awk '{ exit !($5 > 0) }' <<<"$row"; then
+		echo "ok: result row: $row"
+		return 0
+	fi
+	vm_fail "no result row with a positive figure:"$'\n'"$(tail -n 8 "$1")"
+}
+check_pingpong() { # "<bytes> bytes in <s> seconds = ...", "<n> iters in ..."
+	assert_match '^50 iters in ' "$(grep iters "$1")" "ibv_rc_pingpong"
+}
+
+tx0=$(ctr mbcf0 tx_frames)
+rxe_tx0=$(ctr rxe0 sent_pkts)
+quick=0
+[ "${1:-}" = quick ] && quick=1
+
+# --- rdma_cm (GSI/QP1 MADs over mbcf, CM REQ/REP/RTU) ---------------------
+pair "rping -C 100 -V" cm:7174 check_rping \
+	-- rping -s -a "$VM_PAIR_IP_A" -p 7174 -V -C 100 \
+	-- rping -c -a "$A" -p 7174 -v -V -C 100
+pair "ib_write_bw -R 64 KiB" cm:18515 check_perf \
+	-- ib_write_bw -R -d mbcf0 -F -s 65536 -n 200 \
+	-- ib_write_bw -R -d mbcf0 -F -s 65536 -n 200 "$A"
+pair "ib_read_lat -R 2 B" cm:18515 check_perf \
+	-- ib_read_lat -R -d mbcf0 -F -s 2 -n 100 \
+	-- ib_read_lat -R -d mbcf0 -F -s 2 -n 100 "$A"
+pair "ib_send_bw -R 4 KiB" cm:18515 check_perf \
+	-- ib_send_bw -R -d mbcf0 -F -s 4096 -n 200 \
+	-- ib_send_bw -R -d mbcf0 -F -s 4096 -n 200 "$A"
+
+# --- perftest's own TCP exchange, explicit GID ----------------------------
+pair "ib_write_lat -x $GID_LL (link-local)" tcp:18515 check_perf \
+	-- ib_write_lat -d mbcf0 -x "$GID_LL" -F -s 2 -n 100 \
+	-- ib_write_lat -d mbcf0 -x "$GID_LL" -F -s 2 -n 100 "$A"
+pair "ib_send_bw -x $GID_V4 (IPv4) 64 KiB" tcp:18515 check_perf \
+	-- ib_send_bw -d mbcf0 -x "$GID_V4" -F -s 65536 -n 200 \
+	-- ib_send_bw -d mbcf0 -x "$GID_V4" -F -s 65536 -n 200 "$A"
+if [ "$quick" = 0 ]; then
+	pair "ib_read_bw -x $GID_LL 64 KiB" tcp:18515 check_perf \
+		-- ib_read_bw -d mbcf0 -x "$GID_LL" -F -s 65536 -n 200 \
+		-- ib_read_bw -d mbcf0 -x "$GID_LL" -F -s 65536 -n 200 "$A"
+	pair "ib_atomic_lat -x $GID_LL" tcp:18515 check_perf \
+		-- ib_atomic_lat -d mbcf0 -x "$GID_LL" -F -n 100 \
+		-- ib_atomic_lat -d mbcf0 -x "$GID_LL" -F -n 100 "$A"
+fi
+
+# --- ibv_rc_pingpong validates every buffer (-c) ---------------------------
+pair "ibv_rc_pingpong -c -g $GID_LL 4 KiB" tcp:18515 check_pingpong \
+	-- ibv_rc_pingpong -d mbcf0 -g "$GID_LL" -s 4096 -n 50 -c \
+	-- ibv_rc_pingpong -d mbcf0 -g "$GID_LL" -s 4096 -n 50 -c "$A"
+pair "ibv_rc_pingpong -c -g $GID_V4 64 KiB" tcp:18515 check_pingpong \
+	-- ibv_rc_pingpong -d mbcf0 -g "$GID_V4" -s 65536 -n 50 -c \
+	-- ibv_rc_pingpong -d mbcf0 -g "$GID_V4" -s 65536 -n 50 -c "$A"
+
+# Everything above ran on mbcf0: its frames went out, rxe0 sent nothing.
+tx1=$(ctr mbcf0 tx_frames)
+rxe_tx1=$(ctr rxe0 sent_pkts)
+runs=$((runs + 1))
+if [ "$tx1" -gt "$tx0" ] && [ "$rxe_tx1" = "$rxe_tx0" ]; then
+	echo "ok: mbcf0 sent $((tx1 - tx0)) frames, rxe0 none"
+else
+	failed=$((failed + 1))
+	echo "FAIL: devices used: mbcf0 tx_frames $tx0 -> $tx1, rxe0 sent_pkts $rxe_tx0 -> $rxe_tx1"
+fi
+
+# --- reference: rxe0 (RoCE v2 over UDP) on the same link -------------------
+RXE_V4=$(vm_gid_index rxe0 "$VM_PAIR_IP") || RXE_V4=1
+pair "rxe0 reference: ib_write_bw -x $RXE_V4 64 KiB" tcp:18515 check_perf \
+	-- ib_write_bw -d rxe0 -x "$RXE_V4" -F -s 65536 -n 200 \
+	-- ib_write_bw -d rxe0 -x "$RXE_V4" -F -s 65536 -n 200 "$A"
+
+# --- the launcher hook: run a command on the peer --------------------------
+runs=$((runs + 1))
+if vm_is_pair_a; then
+	vm_pair_barrier rsh || failed=$((failed + 1))
+	got=$(vm_pair_rsh cat /proc/sys/kernel/hostname) && [ "$got" = "$VM_PAIR_PEER_HOST" ] &&
+		echo "ok: vm_pair_rsh: guest B is '$got'" ||
+		{ failed=$((failed + 1)); echo "FAIL: vm_pair_rsh hostname: '$got'"; }
+else
+	vm_pair_barrier rsh || failed=$((failed + 1))
+	vm_pair_rsh sh -c 'exit 7'
+	assert_eq 7 $? "vm_pair_rsh exit status" || failed=$((failed + 1))
+fi
+
+vm_dmesg_check || failed=$((failed + 1))
+echo "twokernel ($VM_PAIR_ROLE): $runs runs, $failed failed"
+# Neither guest powers off while the other still talks to it.
+vm_pair_post "end" "$failed"
+vm_pair_wait end 300 >/dev/null
+[ "$failed" = 0 ]
