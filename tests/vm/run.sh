@@ -374,6 +374,12 @@ done
 	printf 'VM_SCRIPT=%q\n' "$guest_script"
 	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
 	printf 'VM_MODULES_DIR=%q\n' "${modroot:+$modroot/lib/modules/$kver}"
+	# Deadlines of the test programs (ring_attack) scale with the kernel.
+	if [ -n "$debug_dir" ]; then
+		printf 'export VM_TIME_SCALE=%q\n' "${MBCF_VM_DEBUG_TIME_SCALE:-5}"
+	else
+		printf 'export VM_TIME_SCALE=1\n'
+	fi
 	for e in "${envs[@]}"; do
 		printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"
 	done
