@@ -4,8 +4,9 @@
 # (QEMU) end-to-end tests with the real module and real libibverbs.
 #   scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit
 # The debug-kernel lane (label "debug": the guest tests again under KASAN,
-# lockdep and kmemleak; about an hour more on a cold cache) runs only when
-# asked for: `scripts/test.sh -L debug`.  Without a label option of the
+# lockdep and kmemleak; a ~30 min kernel build on a cold cache, then each
+# test several times slower than on the stock kernel: tests/vm/README.md)
+# runs only when asked for: `scripts/test.sh -L debug`.  Without a label option of the
 # caller's (-L/-LE/--label-regex/--label-exclude) or a test regex naming
 # "debug", ctest gets -LE debug.
 set -euo pipefail
