@@ -290,6 +290,34 @@ static void region_check(const struct region *r, const char *what)
  * the message and the rest is untouched.  Accepts exactly that (returns the
  * prefix length) and records it in the image.
  */
+/*
+ * Wait until the n bytes at r+off stop changing (two looks 0.2 s apart, the
+ * gap × VM_TIME_SCALE, within WAIT_S × VM_TIME_SCALE): frames a sender put
+ * on the wire before its request was flushed may still land at the
+ * responder after the flush completion (a debug kernel under TCG drains its
+ * receive backlog slowly).  Whatever landed is then checked exactly.
+ */
+static void region_settle(struct region *r, size_t off, size_t n, const char *what)
+{
+	uint8_t *snap = malloc(n);
+	double end = now_s() + WAIT_S * time_scale();
+
+	if (!snap)
+		die("malloc");
+	for (;;) {
+		memcpy(snap, r->p + off, n);
+		nap_us((long)(200000 * time_scale()));
+		if (!memcmp(snap, r->p + off, n))
+			break;
+		if (now_s() > end) {
+			fail("%s: %s still changing after %.0f s", what, r->name,
+			     WAIT_S * time_scale());
+			break;
+		}
+	}
+	free(snap);
+}
+
 static size_t region_expect_prefix(struct region *r, size_t off,
 				   const uint8_t *src, size_t n)
 {
@@ -1618,6 +1646,7 @@ static void c_sq_rewind_write(void)
 		     ibv_wc_status_str(wc.status));
 		goto out;
 	}
+	region_settle(&RB_big, 0, BIG, what);
 	if (wc.status == IBV_WC_SUCCESS)
 		region_expect(&RB_big, 0, msg, BIG);
 	k = region_expect_prefix(&RB_big, 0, msg, BIG);
