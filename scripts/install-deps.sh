@@ -30,6 +30,9 @@ pkgs=(
 	debhelper dh-dkms lintian
 	# guest rig
 	qemu-system-x86 busybox-static cpio
+	# debug-kernel lane (tests/vm/debug-kernel.sh): Debian's kernel source
+	# and what building it needs
+	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils
 	# baselines for bench/
 	sockperf iperf3 python3-matplotlib
 )

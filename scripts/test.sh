@@ -3,8 +3,29 @@
 # ctest: host unit tests (sanitizers), a bounded fuzz run, and the guest
 # (QEMU) end-to-end tests with the real module and real libibverbs.
 #   scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit
+# The debug-kernel lane (label "debug": the guest tests again under KASAN,
+# lockdep and kmemleak; a ~30 min kernel build on a cold cache, then each
+# test several times slower than on the stock kernel: tests/vm/README.md)
+# runs only when asked for: `scripts/test.sh -L debug`.  Without a label option of the
+# caller's (-L/-LE/--label-regex/--label-exclude) or a test regex naming
+# "debug", ctest gets -LE debug.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
 cd build
-ctest --output-on-failure "$@"
+
+select_debug=0
+prev=
+for a in "$@"; do
+	case "$a" in
+	-L | -LE | --label-regex | --label-exclude | -L?* | --label-regex=* | --label-exclude=*)
+		select_debug=1 ;;
+	esac
+	case "$prev" in
+	-R | --tests-regex) [[ $a == *debug* ]] && select_debug=1 ;;
+	esac
+	prev=$a
+done
+filter=()
+[ "$select_debug" = 1 ] || filter=(-LE debug)
+ctest --output-on-failure "${filter[@]}" "$@"

@@ -36,7 +36,7 @@ umask 022
 
 [ -r "$job" ] || fail_setup "job file '$job' not readable"
 # The job file defines MBCF_SRC MBCF_BUILD VM_TOPOLOGY VM_SCRIPT VM_ARGS
-# VM_DEPMOD_DIR.
+# VM_DEPMOD_DIR VM_MODULES_DIR.
 # shellcheck source=/dev/null
 . "$job"
 export MBCF_SRC MBCF_BUILD
@@ -84,6 +84,14 @@ if [ -n "$MBCF_BUILD" ]; then
 		depmod -a || fail_setup "depmod -a"
 	fi
 	echo "mbcf-vm: installed $MBCF_BUILD ($(grep -c 'Installing\|Up-to-date' /tmp/mbcf-install.log) files, $(printf '%s' "$kos" | grep -c .) modules)"
+fi
+
+# A kernel of the rig's own (run.sh --debug-kernel): its modules index
+# (modules.builtin*, depmod's files) and mbcf.ko live in a host dir.  Linked
+# after the install above, so the index checks there never look into it.
+if [ -n "${VM_MODULES_DIR:-}" ]; then
+	ln -sfn "$VM_MODULES_DIR" "/lib/modules/$(uname -r)" || fail_setup "link $VM_MODULES_DIR"
+	vm_log "modules of $(uname -r) from $VM_MODULES_DIR"
 fi
 
 if [ "$VM_TOPOLOGY" = 1 ]; then

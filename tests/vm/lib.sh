@@ -19,8 +19,10 @@ VM_NS=ns1
 VM_IP0=192.0.2.10
 VM_IP1=192.0.2.11
 
-# Kernel log lines that fail a test (extended regex).
-VM_DMESG_BAD_RE='\bBUG\b|WARNING:|Oops|refcount_t|possible recursive locking|circular locking dependency|inconsistent lock state|general protection fault|Call Trace|kmemleak|soft lockup|hung task|blocked for more than|KASAN|UBSAN|Kernel panic|rcu.*detected stall'
+# Kernel log lines that fail a test (extended regex).  kmemleak: its leak
+# reports and the lines saying it stopped looking, not the debug kernel's
+# "Kernel memory leak detector initialized" at boot.
+VM_DMESG_BAD_RE='\bBUG\b|WARNING:|Oops|refcount_t|possible recursive locking|circular locking dependency|inconsistent lock state|general protection fault|Call Trace|kmemleak: ([0-9]+ new suspected|Cannot|Memory pool empty|Kernel memory leak detector disabled)|unreferenced object|soft lockup|hung task|blocked for more than|KASAN|UBSAN|Kernel panic|rcu.*detected stall'
 
 vm_log() {
 	echo "mbcf-vm: $*"
@@ -131,6 +133,19 @@ vm_dmesg_mark() {
 	export VM_DMESG_MARK
 }
 
+# vm_kmemleak_scan: have kmemleak (debug kernel only) look for leaks now and
+# show what it found; a leak also logs "kmemleak: N new suspected memory
+# leaks", which the log scan catches.  Two scans 5 s apart: kmemleak reports
+# an unreferenced object only once it is 5 s old and only from the second
+# scan that sees it (the first records a checksum of its contents).
+vm_kmemleak_scan() {
+	local f=/sys/kernel/debug/kmemleak
+	echo scan >"$f" 2>/dev/null || return 0
+	sleep 5
+	echo scan >"$f" 2>/dev/null
+	head -n 40 "$f" 2>/dev/null
+}
+
 # vm_dmesg_check [--all|--since-mark]: scan the kernel log for bugs, warnings,
 # oopses, lockdep/KASAN/UBSAN/kmemleak reports, lockups and hung tasks.
 # --all (the default) scans the whole log since boot.
@@ -141,11 +156,7 @@ vm_dmesg_check() {
 	if [ "${1:-}" = --since-mark ]; then
 		from=${VM_DMESG_MARK:-0}
 	fi
-	if [ -e /sys/kernel/debug/kmemleak ]; then
-		echo scan >/sys/kernel/debug/kmemleak 2>/dev/null
-		sleep 1
-		head -n 40 /sys/kernel/debug/kmemleak 2>/dev/null
-	fi
+	[ -e /sys/kernel/debug/kmemleak ] && vm_kmemleak_scan
 	lines=$(dmesg | tail -n +"$((from + 1))" | grep -E "$VM_DMESG_BAD_RE")
 	if [ -z "$lines" ]; then
 		VM_DMESG_BAD=0

@@ -22,7 +22,7 @@ SIZES="2 1440 4096 65536"
 # completed (rc 0).  Such a run says nothing about the device, so it is rerun
 # (at most twice, and said so); any other zero figure still fails.
 perf() {
-	local t=$1 size=$2 srv out rc row col attempt
+	local t=$1 size=$2 srv out rc row col chk attempt
 	shift 2
 	srv=$(mktemp)
 	for attempt in 1 2 3; do

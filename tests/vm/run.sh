@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run a test script inside a QEMU guest (TCG) booting the installed Debian
-# kernel, with the host's root shared read-only over 9p under a tmpfs overlay.
-# See tests/vm/README.md.
+# kernel (or the debug lane's own: --debug-kernel), with the host's root
+# shared read-only over 9p under a tmpfs overlay.  See tests/vm/README.md.
 set -euo pipefail
 
 usage() {
@@ -18,6 +18,8 @@ options:
                    the default is skipped when it has not been configured)
   --no-install     do not install any build
   --kver VER       kernel version (default: newest with /boot/vmlinuz-VER)
+  --debug-kernel DIR  boot DIR/vmlinux (ELF, PVH entry) with DIR/lib/modules/REL
+                   as the guest's modules (tests/vm/debug-modules.sh makes DIR)
   --mem SIZE       guest memory (default: 2G)
   --smp N          guest vCPUs (default: 2)
   --timeout SEC    kill the guest and fail after SEC seconds (default: 900)
@@ -39,6 +41,7 @@ build=${MBCF_BUILD:-}
 build_explicit=0
 [ -n "$build" ] && build_explicit=1
 kver=
+debug_dir=
 mem=2G
 smp=2
 timeout=900
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--build) build=${2:?--build needs a directory}; build_explicit=1; shift 2 ;;
 	--no-install) install=0; shift ;;
 	--kver) kver=${2:?}; shift 2 ;;
+	--debug-kernel) debug_dir=${2:?--debug-kernel needs a directory}; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--smp) smp=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
@@ -104,7 +108,21 @@ command -v qemu-system-x86_64 >/dev/null || {
 }
 
 # --- kernel -----------------------------------------------------------------
-if [ -z "$kver" ]; then
+# modroot: root of the guest's /lib/modules tree when it is not the host's.
+modroot=
+if [ -n "$debug_dir" ]; then
+	[ -z "$kver" ] || die "--kver and --debug-kernel exclude each other"
+	modroot=$(realpath "$debug_dir")
+	case "$modroot" in
+	/tmp/*) die "the guest cannot see the host's /tmp: --debug-kernel dir elsewhere" ;;
+	esac
+	kver=$(find "$modroot/lib/modules" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null)
+	[ -n "$kver" ] && [ "$(printf '%s\n' "$kver" | wc -l)" = 1 ] ||
+		die "$debug_dir/lib/modules must hold exactly one release (tests/vm/debug-modules.sh)"
+	kernel=$modroot/vmlinux
+	[ "$(head -c 4 "$kernel" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ] ||
+		die "$kernel is not an ELF vmlinux"
+elif [ -z "$kver" ]; then
 	while read -r v; do
 		if [ -r "/boot/vmlinuz-$v" ]; then
 			kver=$v
@@ -113,9 +131,11 @@ if [ -z "$kver" ]; then
 	done < <(find /lib/modules -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -rV)
 	[ -n "$kver" ] || die "no /lib/modules/VER with a matching /boot/vmlinuz-VER (apt-get install linux-image-amd64)"
 fi
-kernel=/boot/vmlinuz-$kver
-[ -r "$kernel" ] || die "no $kernel"
-[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
+if [ -z "$debug_dir" ]; then
+	kernel=/boot/vmlinuz-$kver
+	[ -r "$kernel" ] || die "no $kernel"
+	[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
+fi
 
 # --- build dir --------------------------------------------------------------
 if [ "$install" = 1 ]; then
@@ -170,11 +190,13 @@ add_mods() {
 				[ "$seen" = "$p" ] && continue 2
 			done
 			initmods+=("$p")
-		done < <(modprobe -S "$kver" --show-depends "$m")
+		done < <(modprobe ${modroot:+-d "$modroot"} -S "$kver" --show-depends "$m")
 	done
 }
 add_mods virtio_pci 9pnet_virtio 9p overlay
-[ "${#initmods[@]}" -gt 0 ] || die "modprobe --show-depends found no modules for $kver"
+# The debug kernel has all of them built in: its initramfs loads nothing.
+[ "${#initmods[@]}" -gt 0 ] || [ -n "$modroot" ] ||
+	die "modprobe --show-depends found no modules for $kver"
 
 busybox=$(command -v busybox) || die "busybox missing (apt-get install busybox-static)"
 key=$({
@@ -224,7 +246,7 @@ extract_vmlinux() { # BZIMAGE OUT: unpack the xz payload of a bzImage
 	[ "$(head -c 4 "$2.tmp.$$" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || return 1
 	mv -f "$2.tmp.$$" "$2"
 }
-if [ "${MBCF_VM_PVH:-1}" = 1 ] && grep -qx 'CONFIG_PVH=y' "/boot/config-$kver" 2>/dev/null &&
+if [ -z "$debug_dir" ] && [ "${MBCF_VM_PVH:-1}" = 1 ] && grep -qx 'CONFIG_PVH=y' "/boot/config-$kver" 2>/dev/null &&
 	command -v xz >/dev/null; then
 	vmlinux=$cache/vmlinux-$kver-$(stat -c %Y-%s "$kernel")
 	if [ ! -s "$vmlinux" ]; then
@@ -351,6 +373,13 @@ done
 	printf 'VM_TOPOLOGY=%q\n' "$topology"
 	printf 'VM_SCRIPT=%q\n' "$guest_script"
 	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
+	printf 'VM_MODULES_DIR=%q\n' "${modroot:+$modroot/lib/modules/$kver}"
+	# Deadlines of the test programs (ring_attack) scale with the kernel.
+	if [ -n "$debug_dir" ]; then
+		printf 'export VM_TIME_SCALE=%q\n' "${MBCF_VM_DEBUG_TIME_SCALE:-5}"
+	else
+		printf 'export VM_TIME_SCALE=1\n'
+	fi
 	for e in "${envs[@]}"; do
 		printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"
 	done
@@ -365,6 +394,16 @@ log=$rundir/console.log
 
 cmdline="console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init log_buf_len=4M"
 cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
+# The stock kernel has no KASAN: SLUB's red zones, poisoning and sanity
+# checks make writes past an object (and use after free) fail the run there
+# too (a "BUG kmalloc-..." report).  The debug kernel has KASAN instead.
+# MBCF_VM_SLUB_DEBUG= (empty) turns it off, e.g. to compare timings.
+slub_debug=${MBCF_VM_SLUB_DEBUG-FZPU}
+if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
+	cmdline+=" slub_debug=$slub_debug"
+fi
+# Extra kernel parameters for experiments, e.g. MBCF_VM_APPEND=kmemleak=off.
+[ -n "${MBCF_VM_APPEND:-}" ] && cmdline+=" $MBCF_VM_APPEND"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
 cmdline+=" mbcfvm_shares=$(IFS=,; echo "${shares[*]}")"
 

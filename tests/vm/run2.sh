@@ -19,6 +19,7 @@ options:
   --build DIR      build dir to install in both (run.sh --build)
   --no-install     install nothing
   --kver VER       kernel version (run.sh --kver)
+  --debug-kernel DIR  the debug lane's kernel (run.sh --debug-kernel)
   --mem SIZE       memory per guest (default: 1G)
   --smp N          vCPUs per guest (default: 1; two guests share the host)
   --timeout SEC    each guest's watchdog (default: 900)
@@ -65,7 +66,7 @@ keep=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--script-b) script_b=${2:?}; shift 2 ;;
-	--build | --kver) runopts+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+	--build | --kver | --debug-kernel) runopts+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
 	--no-install | --no-topology | --quiet) runopts+=("$1"); shift ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--smp) smp=${2:?}; shift 2 ;;

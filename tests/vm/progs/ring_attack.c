@@ -210,6 +210,34 @@ static void region_check(const struct region *r, const char *what)
  * the message and the rest is untouched.  Accepts exactly that (returns the
  * prefix length) and records it in the image.
  */
+/*
+ * Wait until the n bytes at r+off stop changing (two looks 0.2 s apart, the
+ * gap × VM_TIME_SCALE, within WAIT_S × VM_TIME_SCALE): frames a sender put
+ * on the wire before its request was flushed may still land at the
+ * responder after the flush completion (a debug kernel under TCG drains its
+ * receive backlog slowly).  Whatever landed is then checked exactly.
+ */
+static void region_settle(struct region *r, size_t off, size_t n, const char *what)
+{
+	uint8_t *snap = malloc(n);
+	double end = vp_now() + WAIT_S * vp_time_scale();
+
+	if (!snap)
+		vp_die_errno("malloc");
+	for (;;) {
+		memcpy(snap, r->p + off, n);
+		vp_sleep_us((long)(200000 * vp_time_scale()));
+		if (!memcmp(snap, r->p + off, n))
+			break;
+		if (vp_now() > end) {
+			vc_fail("%s: %s still changing after %.0f s", what, r->name,
+			     WAIT_S * vp_time_scale());
+			break;
+		}
+	}
+	free(snap);
+}
+
 static size_t region_expect_prefix(struct region *r, size_t off,
 				   const uint8_t *src, size_t n)
 {
@@ -490,7 +518,7 @@ static int ev_count(int type, const void *obj)
 /* Wait up to timeout_s until at least n events (type, obj) were seen. */
 static void ev_wait(int type, const void *obj, int n, double timeout_s)
 {
-	double end = vp_now() + timeout_s;
+	double end = vp_now() + timeout_s * vp_time_scale();
 
 	while (ev_count(type, obj) < n && vp_now() < end)
 		ev_collect(0.01);
@@ -618,7 +646,7 @@ static int post_recv1(struct side *s, uint64_t wr_id, const struct region *l,
 /* One completion from s's CQ within timeout_s: 1, else 0. */
 static int get_wc(struct side *s, struct ibv_wc *wc, double timeout_s)
 {
-	double end = vp_now() + timeout_s;
+	double end = vp_now() + timeout_s * vp_time_scale();
 	int n;
 
 	for (;;) {
@@ -1526,6 +1554,7 @@ static void c_sq_rewind_write(void)
 		     ibv_wc_status_str(wc.status));
 		goto out;
 	}
+	region_settle(&RB_big, 0, BIG, what);
 	if (wc.status == IBV_WC_SUCCESS)
 		region_expect(&RB_big, 0, msg, BIG);
 	k = region_expect_prefix(&RB_big, 0, msg, BIG);

@@ -85,6 +85,20 @@ bool vp_ok(bool ok, const char *cond, const char *fmt, ...)
 	return ok;
 }
 
+double vp_time_scale(void)
+{
+	static double scale;
+	const char *e;
+
+	if (scale == 0) {
+		e = getenv("VM_TIME_SCALE");
+		scale = e ? strtod(e, NULL) : 1;
+		if (!(scale >= 1))
+			scale = 1;
+	}
+	return scale;
+}
+
 /* ---- cases ---------------------------------------------------------------- */
 
 static pthread_mutex_t vc_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -44,6 +44,15 @@ bool vp_ok(bool ok, const char *cond, const char *fmt, ...)
 double vp_now(void);
 void vp_sleep_us(long us);
 
+/*
+ * What waits for completions and events multiply their limits by:
+ * VM_TIME_SCALE, which run.sh exports (1 on the stock kernel, more on the
+ * debug lane's, where KASAN, lockdep and kmemleak under TCG make a 16 MiB
+ * transfer take minutes).  Limits stay deadlines: nothing is asserted
+ * about speed.
+ */
+double vp_time_scale(void);
+
 /* ---- cases ------------------------------------------------------------------ */
 
 /*
