@@ -5,8 +5,8 @@
 #   -x GID (perftest's TCP exchange), ibv_rc_pingpong -c (data checked),
 #   a perftest run on rxe0 as the reference, vm_pair_rsh (the launcher
 #   hook for MPI), and Open MPI's mbcf_mpi_check with one rank per guest.
-#   tests/vm/run2.sh tests/vm/twokernel.sh [quick] [mpi]
-# `mpi` (or VM_TWOKERNEL_MPI=1) adds the Open MPI step (below).
+#   tests/vm/run2.sh tests/vm/twokernel.sh [quick] [nompi]
+# `nompi` (or VM_TWOKERNEL_MPI=0) leaves out the Open MPI step (below).
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
@@ -160,11 +160,12 @@ check_pingpong() { # "<bytes> bytes in <s> seconds = ...", "<n> iters in ..."
 tx0=$(ctr mbcf0 tx_frames)
 rxe_tx0=$(ctr rxe0 sent_pkts)
 quick=0
-MPI=${VM_TWOKERNEL_MPI:-0}
+MPI=${VM_TWOKERNEL_MPI:-1}
 for a in "$@"; do
 	case $a in
 	quick) quick=1 ;;
 	mpi) MPI=1 ;;
+	nompi) MPI=0 ;;
 	*) vm_die "unknown argument $a" ;;
 	esac
 done
