@@ -124,7 +124,7 @@ def plots(rows, outdir):
 
 
 SW_GROUPS = ("cm", "ucx", "mpi")
-SW_NAMES = {"cm": "rdma_cm connection setup (cmtime, connect step)",
+SW_NAMES = {"cm": "rdma_cm connection setup (cmtime connect step; size = connections)",
             "ucx": "UCX ucx_perftest", "mpi": "Open MPI ping-pong (mbcf_mpi_check -p)"}
 
 
@@ -152,7 +152,7 @@ def main():
     how = sys.argv[3] if len(sys.argv) > 3 else ""
     if rows and all(r["group"] in SW_GROUPS for r in rows):
         md = ["# mbcf benchmark results: software over verbs", "",
-              "One QEMU guest (TCG, 2 vCPUs), one run (bench/guest.sh, sw_stacks).",
+              "QEMU guest (TCG, 2 vCPUs), bench/guest.sh sw_stacks: server on vCPU 0, client on vCPU 1.",
               "Run: " + (how or "bench/run.sh --sw-only"), "",
               "nan: the run failed (see bench/guest.sh for what each transport does).", ""] + \
              sw_table(rows)
