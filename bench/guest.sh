@@ -10,6 +10,7 @@ set -u
 
 REPS=${2:-${BENCH_REPS:-5}}
 QUICK=${1:-${BENCH_QUICK:-0}}
+PART=${3:-${BENCH_PART:-all}}	# all, or sw: only the software-stack rows
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 missing"
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "nan" }'; }
@@ -156,7 +157,158 @@ raw_capacity() { # frame_size
 	emit capacity raw pktgen "$fs" "$(cat /sys/class/net/veth0/mtu)" - frames/s $vals
 }
 
+# --- software over verbs: rdma_cm, UCX, Open MPI ------------------------------
+# Each row for mbcf (server side on mbcf0, client side on mbcf1: every byte
+# crosses the veth pair), rxe (both ends on rxe0, which loops back inside the
+# device: rxe cannot cross namespaces in 6.1) and TCP, where TCP applies.
+# REPS runs after one warm-up; a run that fails is "nan".
+sw_port=13337
+sw_log=/var/tmp/bench-sw
+mkdir -p "$sw_log"
+
+# rdma_cm connection setup rate: cmtime's client connects C connections at
+# once (rdma_connect on each, then waits for all ESTABLISHED); the figure is
+# C / its "connect" step time.  The server stays up for all runs.  rdma_cm
+# binds 192.0.2.10 to the first device with that GID, so the mbcf rows run
+# with rxe0 removed and the rxe rows with mbcf0 removed (done by the caller).
+cm_rate() { # transport
+	local tr=$1 c=${BENCH_CM_CONNS:-50} v vals="" i out cl=()
+	[ "$tr" = mbcf ] && cl=(ip netns exec ns1)
+	timeout 900 cmtime -b "$VM_IP0" -p 7471 >"$sw_log/cmtime.$tr.srv" 2>&1 &
+	local spid=$!
+	sleep 2
+	for ((i = 0; i <= REPS; i++)); do
+		out=$(vm_retry 10 0.5 "${cl[@]}" timeout 120 cmtime -s "$VM_IP0" -p 7471 -c "$c" 2>&1)
+		printf '%s\n' "$out" >"$sw_log/cmtime.$tr.$i"
+		v=nan
+		if ! grep -qiE 'fail|error' <<<"$out"; then
+			v=$(awk -v c="$c" '$1 == "connect" && $2 == ":" && $3 > 0 { printf "%.1f", c / ($3 / 1000) }' <<<"$out")
+		fi
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	emit cm "$tr" cmtime_connect "$c" 1500 - conn/s $vals
+}
+
+# UCX: ucx_perftest tag_lat (one-way latency, us) and tag_bw (MB/s).
+# mbcf: UCX_TLS=rc_v (rc_verbs, ud_verbs to connect), server on mbcf0,
+# client in ns1 on mbcf1; rxe: the same on rxe0 in the initial namespace;
+# tcp: UCX_TLS=tcp, server on veth0, client in ns1 on veth1.
+ucx_case() { # transport test size iters
+	local tr=$1 t=$2 size=$3 n=$4 tls sdev cdev v vals="" i row cl=()
+	case $tr in
+	mbcf) tls=rc_v sdev=mbcf0:1 cdev=mbcf1:1 cl=(ip netns exec ns1) ;;
+	rxe) tls=rc_v sdev=rxe0:1 cdev=rxe0:1 ;;
+	tcp) tls=tcp sdev=veth0 cdev=veth1 cl=(ip netns exec ns1) ;;
+	esac
+	for ((i = 0; i <= REPS; i++)); do
+		UCX_TLS=$tls UCX_NET_DEVICES=$sdev timeout 120 taskset -c 0 \
+			ucx_perftest -p "$sw_port" >"$sw_log/ucx.$tr.$t.$size.$i.srv" 2>&1 &
+		local spid=$!
+		for ((w = 0; w < 150; w++)); do
+			ss -Hltn "sport = :$sw_port" | grep -q . && break
+			sleep 0.2
+		done
+		"${cl[@]}" env UCX_TLS=$tls UCX_NET_DEVICES=$cdev timeout 120 taskset -c 1 \
+			ucx_perftest -p "$sw_port" -t "$t" -s "$size" -n "$n" -w 20 "$VM_IP0" \
+			>"$sw_log/ucx.$tr.$t.$size.$i.cli" 2>&1
+		# a server whose client failed may wait on: 10 s, then it goes
+		for ((w = 0; w < 50; w++)); do
+			kill -0 "$spid" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		# "Final: <iters> <lat 50%> <lat avg> <lat overall> <bw avg> <bw overall> <rate avg> <rate overall>"
+		row=$(awk -v n="$n" '$1 == "Final:" && $2 == n { print; exit }' "$sw_log/ucx.$tr.$t.$size.$i.cli")
+		case $t in
+		tag_lat) v=$(awk '$4 > 0 { print $4 }' <<<"$row") ;;
+		*) v=$(awk '$6 > 0 { print $6 }' <<<"$row") ;;
+		esac
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	case $t in tag_lat) u=us ;; *) u=MB/s ;; esac
+	emit ucx "$tr" "$t" "$size" 1500 - "$u" $vals
+}
+
+# Open MPI ping-pong (mbcf_mpi_check -p SIZE: data checked, half the round
+# trip in us), two ranks in the initial namespace (Open MPI's runtime needs
+# 127.0.0.1).  mbcf: pml ucx, UCX_TLS=rc_v,self, rank 0 on mbcf0, rank 1 on
+# mbcf1 (the data crosses the veth pair); rxe: the same, both on rxe0; tcp:
+# pml ob1, btl tcp,self on veth0's address: both ranks in one namespace, so
+# the kernel loops that TCP connection back (no veth crossing).
+mpi_prog=${MBCF_BUILD:-}/tests/vm/progs/mbcf_mpi_check
+mpi_case() { # transport size iters
+	local tr=$1 size=$2 n=$3 v vals="" i d0= d1= args
+	case $tr in
+	mbcf) d0=mbcf0 d1=mbcf1 ;;
+	rxe) d0=rxe0 d1=rxe0 ;;
+	esac
+	if [ "$tr" = tcp ]; then
+		args=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0)
+	else
+		args=(--mca pml ucx --mca osc ucx --mca btl self --mca pml_ucx_tls any
+			--mca pml_ucx_devices any -x UCX_TLS=rc_v,self -x MPI_DEV0=$d0 -x MPI_DEV1=$d1)
+	fi
+	for ((i = 0; i <= REPS; i++)); do
+		MPI_DEV0=$d0 MPI_DEV1=$d1 timeout 180 mpirun --allow-run-as-root --oversubscribe \
+			-np 2 --bind-to none "${args[@]}" "$sw_log/rank.sh" "$mpi_prog" -p "$size" -n "$n" \
+			>"$sw_log/mpi.$tr.$size.$i" 2>&1
+		v=
+		grep -q '^mbcf_mpi_check: [0-9]* checks, 0 failed' "$sw_log/mpi.$tr.$size.$i" &&
+			v=$(awk '$1 == "ok" && $3 == "0:" && $4 == "pingpong" { x = $(NF - 1) } END { print x }' \
+				"$sw_log/mpi.$tr.$size.$i")
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	emit mpi "$tr" pingpong_half_rtt "$size" 1500 - us $vals
+}
+
+sw_stacks() {
+	echo mbcf-bench >/proc/sys/kernel/hostname
+	mountpoint -q /dev/shm || mount -t tmpfs tmpfs /dev/shm
+	cat >"$sw_log/rank.sh" <<-'EOF'
+	#!/bin/bash
+	# each rank sees only its own device (tests/vm/mpi.sh)
+	case ${OMPI_COMM_WORLD_RANK:?} in
+	0) [ -n "${MPI_DEV0:-}" ] && export UCX_NET_DEVICES=$MPI_DEV0:1 ;;
+	1) [ -n "${MPI_DEV1:-}" ] && export UCX_NET_DEVICES=$MPI_DEV1:1 ;;
+	esac
+	exec "$@"
+	EOF
+	chmod +x "$sw_log/rank.sh"
+	# BENCH_SW: which parts; BENCH_SW_TR: which transports (for reruns)
+	local parts=${BENCH_SW:-ucx mpi cm} trs=${BENCH_SW_TR:-mbcf rxe tcp}
+	local mtrs=${BENCH_SW_MPI_TR:-$trs}
+	if [[ " $parts " == *" ucx "* ]]; then
+		for tr in $trs; do
+			ucx_case $tr tag_lat 8 1000
+			ucx_case $tr tag_bw 65536 200
+		done
+	fi
+	if [[ " $parts " == *" mpi "* ]]; then
+		for tr in $mtrs; do
+			mpi_case $tr 8 200
+			mpi_case $tr 65536 50
+		done
+	fi
+	if [[ " $parts " == *" cm "* ]]; then
+		rdma link delete rxe0
+		[[ " $trs " == *" mbcf "* ]] && cm_rate mbcf
+		rdma link delete mbcf0
+		rdma link add rxe0 type rxe netdev veth0
+		vm_wait_port rxe0 20
+		[[ " $trs " == *" rxe "* ]] && cm_rate rxe
+		rdma link add mbcf0 type mbcf netdev veth0
+	fi
+}
+
 vm_wait_port mbcf0 20 && vm_wait_port mbcf1 20 && vm_wait_port rxe0 20 || exit 1
+if [ "$PART" = sw ]; then
+	sw_stacks
+	vm_dmesg_check
+	exit
+fi
 ack=$(cat /sys/module/mbcf/parameters/ack_interval)
 
 # --- latency: the papers' table (4 B and 1440 B), atomics are 8 B ----------
@@ -239,4 +391,5 @@ raw_capacity 9000
 set_mtu 1500
 steer_rx off
 
+sw_stacks
 vm_dmesg_check

@@ -123,10 +123,43 @@ def plots(rows, outdir):
     return made
 
 
+SW_GROUPS = ("cm", "ucx", "mpi")
+SW_NAMES = {"cm": "rdma_cm connection setup (cmtime connect step; size = connections)",
+            "ucx": "UCX ucx_perftest", "mpi": "Open MPI ping-pong (mbcf_mpi_check -p)"}
+
+
+def sw_table(rows):
+    """The software-stack rows (rdma_cm, UCX, MPI) with min/median/max."""
+    sw = [r for r in rows if r["group"] in SW_GROUPS]
+    if not sw:
+        return []
+    out = ["| what | transport | test | size (B) | unit | min | median | max | runs |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in sw:
+        vals = [num(v) for v in r["runs"].split(";") if v]
+        good = [v for v in vals if v == v]
+        lo = "{:g}".format(min(good)) if good else "nan"
+        hi = "{:g}".format(max(good)) if good else "nan"
+        out.append("| {} | {} | {} | {} | {} | {} | **{}** | {} | {} |".format(
+            SW_NAMES[r["group"]], r["transport"], r["test"], r["size"], r["unit"], lo,
+            r["median"], hi, r["runs"].replace(";", " ")))
+    return out
+
+
 def main():
     rows = load(sys.argv[1])
     outdir = sys.argv[2]
     how = sys.argv[3] if len(sys.argv) > 3 else ""
+    if rows and all(r["group"] in SW_GROUPS for r in rows):
+        md = ["# mbcf benchmark results: software over verbs", "",
+              "QEMU guest (TCG, 2 vCPUs), bench/guest.sh sw_stacks: server on vCPU 0, client on vCPU 1.",
+              "Run: " + (how or "bench/run.sh --sw-only"), "",
+              "nan: the run failed (see bench/guest.sh for what each transport does).", ""] + \
+             sw_table(rows)
+        with open(f"{outdir}/sw.md", "w") as f:
+            f.write("\n".join(md) + "\n")
+        print("\n".join(sw_table(rows)))
+        return
     md = ["# mbcf benchmark results", "",
           "One QEMU guest (TCG, 2 vCPUs), one run; server pinned to vCPU 0, client to vCPU 1.",
           "Bandwidth rows (all transports): each veth's receive steered to its receiver's vCPU",
@@ -134,6 +167,7 @@ def main():
           "Run: " + (how or "bench/run.sh"), "",
           "Median of the runs listed. Absolute numbers mean nothing under emulation; the ratios do.", "",
           "## Ratios", ""] + ratios(rows) + ["", "## Plots", ""] + plots(rows, outdir) + \
+         ["", "## Software over verbs (rdma_cm, UCX, Open MPI)", ""] + sw_table(rows) + \
          ["", "## All figures", ""] + table(rows)
     with open(f"{outdir}/results.md", "w") as f:
         f.write("\n".join(md) + "\n")

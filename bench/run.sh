@@ -2,31 +2,37 @@
 # One command: mbcf against rxe, TCP and the link's raw frame capacity, all
 # measured in one QEMU guest run (bench/guest.sh), then tabulated and
 # plotted by bench/report.py into bench/results/.
-#   bench/run.sh [--quick] [--reps N]
+#   bench/run.sh [--quick] [--reps N] [--sw-only]
+# --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
+# to bench/results/sw.csv and sw.md instead.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
 quick=0
 reps=5
+part=all
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
 	--reps) reps=$2; shift 2 ;;
-	*) echo "usage: $0 [--quick] [--reps N]" >&2; exit 2 ;;
+	--sw-only) part=sw; shift ;;
+	*) echo "usage: $0 [--quick] [--reps N] [--sw-only]" >&2; exit 2 ;;
 	esac
 done
 
 "$src/scripts/build.sh"
 out=$here/results
 mkdir -p "$out"
-log=$out/guest.log
+name=results
+[ "$part" = sw ] && name=sw
+log=$out/guest$([ "$part" = sw ] && echo -sw).log
 "$src/tests/vm/run.sh" --build "$src/build" \
-	--timeout 5400 "$here/guest.sh" "$quick" "$reps" | tee "$log"
-grep '^BENCH,' "$log" | sed 's/^BENCH,//' >"$out/results.csv.new"
+	--timeout 5400 "$here/guest.sh" "$quick" "$reps" "$part" | tee "$log"
+grep '^BENCH,' "$log" | sed 's/^BENCH,//' >"$out/$name.csv.new"
 {
 	echo "group,transport,test,size,mtu,ack_interval,unit,median,runs"
-	cat "$out/results.csv.new"
-} >"$out/results.csv"
-rm -f "$out/results.csv.new"
-how="bench/run.sh$([ "$quick" = 1 ] && echo " --quick") --reps $reps, $(date -u +%Y-%m-%d), kernel $(ls /lib/modules | sort -V | tail -n 1)"
-/usr/bin/python3 "$here/report.py" "$out/results.csv" "$out" "$how"
+	cat "$out/$name.csv.new"
+} >"$out/$name.csv"
+rm -f "$out/$name.csv.new"
+how="bench/run.sh$([ "$quick" = 1 ] && echo " --quick") --reps $reps$([ "$part" = sw ] && echo " --sw-only"), $(date -u +%Y-%m-%d), kernel $(ls /lib/modules | sort -V | tail -n 1)"
+/usr/bin/python3 "$here/report.py" "$out/$name.csv" "$out" "$how"

@@ -16,6 +16,26 @@ u32 mbcf_dgram_max_payload(u32 mtu)
 	return mbcf_codec_max_payload(mtu, MBCF_OP_DGRAM);
 }
 
+/*
+ * The largest UD message: the largest IB MTU (256 .. 4096) one frame
+ * carries whole, which verbs sees as the port's active_mtu (1024 at MTU
+ * 1500, 4096 at 9000).  Below 256 bytes of room, the room itself.
+ */
+u32 mbcf_dgram_max_msg(u32 mtu)
+{
+	u32 room = mbcf_dgram_max_payload(mtu);
+	u32 m = 4096;
+
+	while (m > 256 && m > room)
+		m >>= 1;
+	return m > room ? room : m;
+}
+
+void mbcf_dgram_set_mtu(struct mbcf_dgram *d, u32 mtu)
+{
+	d->mtu = mtu > MBCF_MAX_PAYLEN ? MBCF_MAX_PAYLEN : mtu;
+}
+
 int mbcf_dgram_init(struct mbcf_dgram *d, u32 qpn, u32 qkey, u32 mtu,
 		    const struct mbcf_ops *ops, void *env)
 {
@@ -27,7 +47,7 @@ int mbcf_dgram_init(struct mbcf_dgram *d, u32 qpn, u32 qkey, u32 mtu,
 	d->env = env;
 	d->qpn = qpn & MBCF_QPN_MASK;
 	d->qkey = qkey;
-	d->mtu = mtu > MBCF_MAX_PAYLEN ? MBCF_MAX_PAYLEN : mtu;
+	mbcf_dgram_set_mtu(d, mtu);
 	return MBCF_POST_OK;
 }
 
@@ -54,9 +74,17 @@ int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
 	cqe.op = wr->op;
 	cqe.byte_len = wr->len;
 	cqe.status = MBCF_WC_SUCCESS;
-	if ((wr->op != MBCF_OP_SEND && wr->op != MBCF_OP_SEND_IMM) ||
-	    wr->len > mbcf_dgram_max_payload(d->mtu)) {
+	if (wr->op != MBCF_OP_SEND && wr->op != MBCF_OP_SEND_IMM) {
 		cqe.status = MBCF_WC_LOC_LEN_ERR;
+		dgram_complete(d, &cqe);
+		return cqe.status;
+	}
+	if (wr->len > mbcf_dgram_max_msg(d->mtu)) {
+		/*
+		 * Larger than the port's MTU: no frame and no error
+		 * (IBA C10-93.1.1; rxe does the same), only a count.
+		 */
+		d->ctr.tx_oversize++;
 		dgram_complete(d, &cqe);
 		return cqe.status;
 	}

@@ -24,12 +24,13 @@ bool mbcf_device_port_active(const struct mbcf_dev *dev)
  * The largest IB MTU one frame carries whole (payload = netdev MTU minus
  * the largest MBCF header): 1024 on a 1500-byte netdev, 4096 on a jumbo
  * one.  It bounds a UD datagram, which is one frame (the MAD layer, UCX's
- * ud_verbs and perftest -c UD size their messages by it).  RC and UC
+ * ud_verbs and perftest -c UD size their messages by it; a larger UD
+ * send sends nothing, core/dgram.c).  RC and UC
  * messages are cut by the netdev MTU whatever path MTU a QP is given.
  */
 enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
 {
-	int payload = (int)READ_ONCE(dev->ndev->mtu) - MBCF_HDR_MAX;
+	u32 payload = mbcf_dgram_max_msg(READ_ONCE(dev->ndev->mtu));
 
 	if (payload >= 4096)
 		return IB_MTU_4096;

@@ -390,7 +390,9 @@ static u8 mbcf_wr_enqueue(struct mbcf_qp *qp, struct mbcf_wr *wr)
 /*
  * A UD send, now (its slot is read): the address handle's address, the
  * datagram, and its completion, which releases the slot.  A handle that
- * is gone or another PD's fails the request (LOC_QP_OP_ERR, as rxe).
+ * is gone or another PD's fails the request (LOC_QP_OP_ERR, as rxe).  A
+ * message larger than the port's active_mtu completes SUCCESS and sends
+ * nothing (IBA C10-93.1.1, as rxe; counter tx_ud_oversize).
  */
 static void mbcf_wr_send_dgram(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 			       const struct mbcf_wr *wr)
@@ -417,6 +419,8 @@ static void mbcf_wr_send_dgram(struct mbcf_qp *qp, const struct mbcf_send_wqe *h
 	memcpy(to.sgid, a.sgid, 16);
 	memcpy(to.dgid, a.dgid, 16);
 	memcpy(qp->ud_dmac, a.dmac, ETH_ALEN);
+	/* the bound is the port's active_mtu now, as ibv_query_port shows */
+	mbcf_dgram_set_mtu(&qp->dgram, READ_ONCE(qp->dev->ndev->mtu));
 	mbcf_dgram_send(&qp->dgram, wr, &to);
 }
 

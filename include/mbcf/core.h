@@ -438,15 +438,21 @@ void mbcf_conn_flush(struct mbcf_conn *c);
 #define MBCF_GRH_LEN		40
 /* The largest datagram at this MTU (after the GRH the receiver adds). */
 u32 mbcf_dgram_max_payload(u32 mtu);
+/* The largest UD message at this MTU: the largest IB MTU a frame carries. */
+u32 mbcf_dgram_max_msg(u32 mtu);
 int mbcf_dgram_init(struct mbcf_dgram *d, u32 qpn, u32 qkey, u32 mtu,
 		    const struct mbcf_ops *ops, void *env);
 /*
  * Send one datagram (wr: SEND or SEND_IMM, len, imm, cookie, SOLICITED)
- * and complete it: MBCF_WC_SUCCESS once handed to xmit, MBCF_WC_LOC_LEN_ERR
- * if it does not fit one frame.  Returns that status.
+ * and complete it: MBCF_WC_SUCCESS once handed to xmit; a message larger
+ * than mbcf_dgram_max_msg() also completes MBCF_WC_SUCCESS but sends
+ * nothing (IBA C10-93.1.1, counted in tx_ud_oversize); another opcode
+ * completes MBCF_WC_LOC_LEN_ERR.  Returns that status.
  */
 int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
 		    const struct mbcf_ud_dest *to);
+/* The netdev MTU changed: frames and the message bound follow it. */
+void mbcf_dgram_set_mtu(struct mbcf_dgram *d, u32 mtu);
 /* A DGRAM frame for this endpoint (f->dst_qpn selected it). */
 void mbcf_dgram_rx(struct mbcf_dgram *d, const struct mbcf_frame *f);
 /* Build a GRH (40 bytes) for a received datagram, as verbs shows it. */

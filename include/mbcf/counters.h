@@ -25,6 +25,7 @@
 	X(tx_frames,		"tx_frames")				\
 	X(tx_bytes,		"tx_payload_bytes")			\
 	X(tx_busy,		"tx_busy")				\
+	X(tx_oversize,		"tx_ud_oversize")			\
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\

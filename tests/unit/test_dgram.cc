@@ -101,24 +101,50 @@ TEST_F(Dgram, DeliversBehindAGrh)
 	EXPECT_EQ(unaccounted(), 0);
 }
 
-// One frame per datagram: larger than a frame is a local length error and
-// nothing leaves; exactly a frame's worth goes.
-TEST_F(Dgram, AtMostOneFrame)
+// One frame per datagram, at most the port's MTU (the largest IB MTU a
+// frame carries: 1024 at 1500, 2048 at 2200, 4096 at 9000): exactly that
+// goes; one byte more completes SUCCESS, sends nothing and counts
+// tx_oversize (IBA C10-93.1.1, as rxe); another opcode is a length error.
+TEST_F(Dgram, AtMostThePortMtu)
 {
-	uint32_t max = mbcf_dgram_max_payload(1500);
+	EXPECT_EQ(mbcf_dgram_max_payload(1500), 1500u - 72);
+	EXPECT_EQ(mbcf_dgram_max_msg(1500), 1024u);
+	EXPECT_EQ(mbcf_dgram_max_msg(1024 + 72), 1024u);
+	EXPECT_EQ(mbcf_dgram_max_msg(1024 + 71), 512u);
+	EXPECT_EQ(mbcf_dgram_max_msg(2200), 2048u);
+	EXPECT_EQ(mbcf_dgram_max_msg(9000), 4096u);
+	EXPECT_EQ(mbcf_dgram_max_msg(300), 228u);	// less room than 256
 
-	EXPECT_EQ(max, 1500u - 72);
-	EXPECT_EQ(send(1, MBCF_OP_SEND, max + 1), MBCF_WC_LOC_LEN_ERR);
+	EXPECT_EQ(send(1, MBCF_OP_SEND, 1025), MBCF_WC_SUCCESS);
 	EXPECT_TRUE(a.out.empty());
-	EXPECT_EQ(send(2, MBCF_OP_SEND, max), MBCF_WC_SUCCESS);
+	EXPECT_EQ(send(2, MBCF_OP_SEND, 1500 - 72), MBCF_WC_SUCCESS);
+	EXPECT_TRUE(a.out.empty());
+	EXPECT_EQ(da.ctr.tx_oversize, 2u);
+	EXPECT_EQ(da.ctr.tx_frames, 0u);
+	EXPECT_EQ(da.ctr.tx_bytes, 0u);
+	EXPECT_EQ(send(3, MBCF_OP_SEND, 1024), MBCF_WC_SUCCESS);
 	ASSERT_EQ(a.out.size(), 1u);
-	EXPECT_EQ(a.out[0].size(), 1500u);
-	EXPECT_EQ(send(3, MBCF_OP_SEND, 0), MBCF_WC_SUCCESS);	// zero length
-	mbcf_wr w = make_wr(4, MBCF_OP_WRITE, 8, 0, 0);	// not on UD
+	EXPECT_EQ(a.out[0].size(), 1024u + 72);
+	EXPECT_EQ(send(4, MBCF_OP_SEND, 0), MBCF_WC_SUCCESS);	// zero length
+	mbcf_wr w = make_wr(5, MBCF_OP_WRITE, 8, 0, 0);	// not on UD
 	EXPECT_EQ(mbcf_dgram_send(&da, &w, &to), MBCF_WC_LOC_LEN_ERR);
-	ASSERT_EQ(a.cqes.size(), 4u);
-	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_LEN_ERR);
-	EXPECT_EQ(a.cqes[1].status, MBCF_WC_SUCCESS);
+	ASSERT_EQ(a.cqes.size(), 5u);
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(a.cqes[i].cookie, (uint64_t)i + 1);
+		EXPECT_EQ(a.cqes[i].status, MBCF_WC_SUCCESS);
+	}
+	EXPECT_EQ(a.cqes[4].status, MBCF_WC_LOC_LEN_ERR);
+	EXPECT_EQ(da.ctr.tx_oversize, 2u);
+	EXPECT_EQ(da.ctr.tx_frames, 2u);
+	EXPECT_EQ(da.ctr.send_completions, 5u);
+
+	// the MTU follows the netdev: at 9000 a 4096-byte message goes
+	mbcf_dgram_set_mtu(&da, 9000);
+	EXPECT_EQ(send(6, MBCF_OP_SEND, 4097), MBCF_WC_SUCCESS);
+	EXPECT_EQ(send(7, MBCF_OP_SEND, 4096), MBCF_WC_SUCCESS);
+	ASSERT_EQ(a.out.size(), 3u);
+	EXPECT_EQ(a.out[2].size(), 4096u + 72);
+	EXPECT_EQ(da.ctr.tx_oversize, 3u);
 }
 
 // A datagram whose buffer is gone (its MR deregistered) does not leave and
@@ -166,7 +192,7 @@ TEST_F(Dgram, UndeliverableDatagrams)
 TEST_F(Dgram, PayloadInPieces)
 {
 	b.recvs.push_back({5, 2000});
-	send(1, MBCF_OP_SEND, 1300, 0x77);
+	send(1, MBCF_OP_SEND, 1000, 0x77);
 	ASSERT_EQ(a.out.size(), 1u);
 	auto fr = a.out.front();
 	a.out.clear();
@@ -182,7 +208,7 @@ TEST_F(Dgram, PayloadInPieces)
 	mbcf_dgram_rx(&db, &f);
 	ASSERT_EQ(b.rcqes.size(), 1u);
 	EXPECT_EQ(std::vector<uint8_t>(b.recv_buf[5].begin() + 40, b.recv_buf[5].end()),
-		  std::vector<uint8_t>(1300, 0x77));
+		  std::vector<uint8_t>(1000, 0x77));
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 # clients on its own mbcf0, across the Ethernet link between the two guests:
 #   rping (rdma_cm, data validated), perftest with -R (rdma_cm) and with
 #   -x GID (perftest's TCP exchange), ibv_rc_pingpong -c (data checked),
-#   a perftest run on rxe0 as the reference, and vm_pair_rsh (the launcher
-#   hook for MPI).
-#   tests/vm/run2.sh tests/vm/twokernel.sh [quick]
+#   a perftest run on rxe0 as the reference, vm_pair_rsh (the launcher
+#   hook for MPI), and Open MPI's mbcf_mpi_check with one rank per guest.
+#   tests/vm/run2.sh tests/vm/twokernel.sh [quick] [nompi]
+# `nompi` (or VM_TWOKERNEL_MPI=0) leaves out the Open MPI step (below).
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
@@ -159,7 +160,15 @@ check_pingpong() { # "<bytes> bytes in <s> seconds = ...", "<n> iters in ..."
 tx0=$(ctr mbcf0 tx_frames)
 rxe_tx0=$(ctr rxe0 sent_pkts)
 quick=0
-[ "${1:-}" = quick ] && quick=1
+MPI=${VM_TWOKERNEL_MPI:-1}
+for a in "$@"; do
+	case $a in
+	quick) quick=1 ;;
+	mpi) MPI=1 ;;
+	nompi) MPI=0 ;;
+	*) vm_die "unknown argument $a" ;;
+	esac
+done
 
 # --- rdma_cm (GSI/QP1 MADs over mbcf, CM REQ/REP/RTU) ---------------------
 pair "rping -C 100 -V" cm:7174 check_rping \
@@ -228,6 +237,83 @@ else
 	vm_pair_rsh sh -c 'exit 7'
 	assert_eq 7 $? "vm_pair_rsh exit status" || failed=$((failed + 1))
 fi
+
+# --- Open MPI across the two kernels: one rank per guest ------------------
+# mbcf_mpi_check (as vm.mpi runs it: pml ucx, osc ucx, btl self, UCX_TLS
+# ud_v,self; -q) with rank 0 on A and rank 1 on B, mpirun on A starting B's
+# orted through vm_pair_rsh (plm_rsh_agent).  Each rank's UCX sees only its
+# guest's mbcf0; the ranks' endpoints must be ud_verbs/mbcf0:1 (self for a
+# rank's own), and the two mbcf0 together must receive at least the bytes
+# the program moved.  The runtime (orted, PMIx) talks TCP over the same
+# link: it is not RDMA traffic and is not counted by mbcf.
+if [ "$MPI" = 1 ]; then
+mpi_prog=$(vm_test_prog mbcf_mpi_check "${MBCF_MPI_PROG:-}") || mpi_prog=
+runs=$((runs + 1))
+mountpoint -q /dev/shm || mount -t tmpfs tmpfs /dev/shm
+# The launcher agent, in both guests: mpirun hands its MCA parameters to
+# the orted it starts on B, whose rsh component checks that the agent exists.
+agent=/var/tmp/pair-rsh.sh
+cat >"$agent" <<EOF
+#!/bin/bash
+# Open MPI's plm_rsh_agent: AGENT HOST COMMAND... -> the peer's shell
+shift
+exec python3 $MBCF_SRC/tests/vm/pair-agent.py rsh $VM_PAIR_PEER_IP $VM_PAIR_PORT sh -c "\$*"
+EOF
+chmod +x "$agent"
+rxb0=$(ctr mbcf0 rx_payload_bytes)
+if [ -z "$mpi_prog" ]; then
+	failed=$((failed + 1))
+	echo "FAIL: no mbcf_mpi_check"
+	vm_is_pair_a && vm_pair_post mpi.done none
+elif vm_is_pair_a; then
+	vm_pair_wait mpi.ready 300 >/dev/null || failed=$((failed + 1))
+	mlog=/var/tmp/mpi-pair.out
+	t0=$EPOCHREALTIME
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
+		mpirun --allow-run-as-root -np 2 -H mbcf-vm-a:1,mbcf-vm-b:1 \
+		--bind-to none --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
+		--mca oob_tcp_if_include 198.51.100.0/24 \
+		--mca pml ucx --mca osc ucx --mca btl self \
+		--mca pml_ucx_tls any --mca pml_ucx_devices any \
+		-x UCX_TLS=ud_v,self -x UCX_NET_DEVICES=mbcf0:1 -x UCX_LOG_LEVEL=info \
+		"$mpi_prog" -q >"$mlog" 2>&1
+	mrc=$?
+	vm_log "mpirun across the pair: rc $mrc in $(vm_elapsed_since "$t0") s"
+	vm_pair_post mpi.done "$mrc"
+	rxpeer=$(vm_pair_wait mpi.rx 120) || rxpeer=0
+	rxb1=$(ctr mbcf0 rx_payload_bytes)
+	line=$(grep '^mbcf_mpi_check: ' "$mlog")
+	grep -E '^(ok|FAIL) rank' "$mlog" | sed 's/^/  mpi| /'
+	if [ "$mrc" != 0 ] || ! [[ "$line" =~ ^mbcf_mpi_check:\ ([0-9]+)\ checks,\ 0\ failed,\ ([0-9]+)\ bytes ]]; then
+		failed=$((failed + 1))
+		echo "FAIL: mbcf_mpi_check across the pair: rc=$mrc, '${line:-no summary}'"
+		grep -v '^ok rank' "$mlog" | tail -n 25 | sed 's/^/  | /'
+	else
+		moved=${BASH_REMATCH[2]}
+		echo "ok: mbcf_mpi_check across the pair (rank 0 on A, rank 1 on B): $line"
+		tls_seen=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$mlog" | grep -Eo '[a-z0-9_]+/[a-z0-9_:]+' | sort -u)
+		bad=$(grep -vxE 'self/memory0|ud_verbs/mbcf0:1' <<<"$tls_seen")
+		if [ -z "$tls_seen" ] || [ -n "$bad" ] || ! grep -qx 'ud_verbs/mbcf0:1' <<<"$tls_seen"; then
+			failed=$((failed + 1))
+			echo "FAIL: UCX used '$(echo $tls_seen)'; want ud_verbs/mbcf0:1 (and self) only"
+		else
+			echo "ok: UCX endpoints: $(echo $tls_seen)"
+		fi
+		got=$((rxb1 - rxb0 + rxpeer))
+		if [ "$got" -ge "$moved" ]; then
+			echo "ok: mbcf0 (A) + mbcf0 (B) rx_payload_bytes +$got >= $moved bytes moved"
+		else
+			failed=$((failed + 1))
+			echo "FAIL: mbcf0 (A) + mbcf0 (B) rx_payload_bytes grew by $got < $moved bytes moved"
+		fi
+	fi
+else
+	vm_pair_post mpi.ready B
+	mrc=$(vm_pair_wait mpi.done 700) || mrc=none
+	vm_pair_post mpi.rx $(($(ctr mbcf0 rx_payload_bytes) - rxb0))
+	echo "note: mpirun on A: rc $mrc (A judges)"
+fi
+fi	# MPI
 
 vm_dmesg_check || failed=$((failed + 1))
 echo "twokernel ($VM_PAIR_ROLE): $runs runs, $failed failed"

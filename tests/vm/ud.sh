@@ -7,8 +7,9 @@
 #    (LOC_LEN_ERR on the receive, the QP goes on), an AH to a GID nobody has
 #    (sent, lost), another PD's AH (LOC_QP_OP_ERR); see the program's header;
 #  - around it, mbcf0's counters grow by exactly what those cases make:
-#    drop_bad_qkey 1, remote_errors 1 (the receive too small); veth0/veth1
-#    have MTU 1500 (the program's oversize case depends on it);
+#    drop_bad_qkey 1, remote_errors 1 (the receive too small), and mbcf1's
+#    tx_ud_oversize by exactly 4; veth0/veth1 have MTU 1500 (the program's
+#    size cases depend on it);
 #  - afterwards no QP, AH (when `rdma resource` shows them), CQ, PD or MR is
 #    left on mbcf0/mbcf1, and the kernel log stays clean.
 #   tests/vm/run.sh --build BUILD tests/vm/ud.sh [PATH/TO/mbcf_ud_test]
@@ -22,10 +23,13 @@ check() { "$@" || failed=$((failed + 1)); }
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_ud_test "${1:-}") || exit 1
 
-# ctr DEV NAME: protocol counter NAME of DEV/1.
+# ctr DEV NAME: protocol counter NAME of DEV/1; ctr1 NAME: mbcf1's, from ns1.
+ctr_awk='{ for (i = 1; i < NF; i++) if ($i == n) print $(i + 1) }'
 ctr() {
-	rdma statistic show link "$1/1" 2>/dev/null |
-		awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) print $(i + 1) }'
+	rdma statistic show link "$1/1" 2>/dev/null | awk -v n="$2" "$ctr_awk"
+}
+ctr1() {
+	in_ns1 rdma statistic show link mbcf1/1 2>/dev/null | awk -v n="$1" "$ctr_awk"
 }
 
 # types: the object types `rdma resource show` counts (ah only if listed).
@@ -45,11 +49,12 @@ objects_none() {
 }
 
 objects_none "at start"
-# ud_test's oversize case assumes MTU 1500 (a datagram: at most MTU - 72 bytes)
+# ud_test's size cases assume MTU 1500 (active_mtu 1024; a frame: MTU - 72)
 check assert_eq 1500 "$(cat /sys/class/net/veth0/mtu)" "veth0 MTU"
 check assert_eq 1500 "$(in_ns1 cat /sys/class/net/veth1/mtu)" "veth1 MTU"
 q0=$(ctr mbcf0 drop_bad_qkey)
 e0=$(ctr mbcf0 remote_errors)
+o0=$(ctr1 tx_ud_oversize)
 
 vm_phase "ud_test mbcf1 -> mbcf0"
 vm_dmesg_mark
@@ -63,6 +68,8 @@ check assert_match '^ud_test: 0 failure' "$out" "ud_test ran to the end"
 
 check assert_eq 1 "$(($(ctr mbcf0 drop_bad_qkey) - q0))" "mbcf0 drop_bad_qkey delta"
 check assert_eq 1 "$(($(ctr mbcf0 remote_errors) - e0))" "mbcf0 remote_errors delta"
+check assert_eq 4 "$(($(ctr1 tx_ud_oversize) - o0))" "mbcf1 tx_ud_oversize delta"
+check assert_eq 0 "$(ctr mbcf0 tx_ud_oversize)" "mbcf0 tx_ud_oversize (it sent no datagram)"
 
 objects_none "after ud_test"
 check vm_dmesg_check

@@ -16,12 +16,14 @@
  *     40 bytes are the GRH (version 6, payload length, next header 0x1B, hop
  *     limit, sgid = the sender's GID 0 at 8..23, dgid = the receiver's at
  *     24..39), then every payload byte, and nothing written past them;
- *  2. oversize: active_mtu + 1 bytes is NOT refused: mbcf bounds a
- *     datagram by one frame, netdev MTU - 72 = 1428 at MTU 1500, so it
- *     arrives intact, and so do 1428 bytes; 1429 bytes are accepted by
- *     ibv_post_send (the provider does not check lengths) and complete with
- *     IBV_WC_LOC_LEN_ERR; nothing is sent; the sending QP goes to ERR (a
- *     datagram QP fails by its requests, kmod/wr.c);
+ *  2. size bound = active_mtu, as rxe (IBA C10-93.1.1): active_mtu bytes
+ *     (with immediate) arrive with every byte checked; active_mtu + 1 (1025),
+ *     MTU - 72 (1428: what one frame could carry), 1429 and 4097 bytes are
+ *     accepted by ibv_post_send and complete IBV_WC_SUCCESS, but nothing is
+ *     sent: no frame reaches B (its rx_frames unchanged), the sender's
+ *     tx_ud_oversize grows by exactly 4, the QP stays in RTS, and the
+ *     receive that stayed posted then takes the next active_mtu datagram
+ *     from the same QP, intact;
  *  3. wrong Q_Key: nothing arrives, the receiver's drop_bad_qkey grows by
  *     exactly 1 (`rdma statistic`), the send itself completes SUCCESS;
  *     the same receive then takes a datagram with the right Q_Key, and one
@@ -56,7 +58,7 @@
 #define NSLOT		8u
 #define PAD		0xee
 #define NET_MTU		1500u	/* veth0/veth1 (ud.sh checks) */
-#define DGRAM_MAX	(NET_MTU - 72)	/* one DGRAM frame's payload */
+#define DGRAM_MAX	(NET_MTU - 72)	/* what one DGRAM frame could carry */
 
 static int failures;
 
@@ -407,40 +409,53 @@ int main(int argc, char **argv)
 	}
 
 	/*
-	 * 2. oversize.  mbcf's bound for a datagram is not active_mtu but what
-	 * fits one frame: netdev MTU - 72 (docs/protocol.md 15; 1428 at MTU
-	 * 1500, qp.c passes the netdev MTU to mbcf_dgram_init).  So active_mtu
-	 * + 1 is sent and arrives intact; DGRAM_MAX + 1 is accepted by
-	 * ibv_post_send (the provider checks no length) and completes with
-	 * IBV_WC_LOC_LEN_ERR, nothing sent, and the sending QP goes to ERR.
+	 * 2. size bound: active_mtu, as rxe.  A larger UD message completes
+	 * SUCCESS and sends nothing (IBA C10-93.1.1: no packet, no error;
+	 * core/dgram.c counts it in tx_ud_oversize); the QP goes on.
 	 */
-	snprintf(what, sizeof(what), "active_mtu + 1 = %u bytes", mtu_bytes + 1);
+	snprintf(what, sizeof(what), "active_mtu = %u bytes", mtu_bytes);
 	post_recv(qb, id, 40 + 4096);
-	if (post_ud(qa, id, mtu_bytes + 1, ah, qb->qp_num, QKEY, 0, 0))
+	if (post_ud(qa, id, mtu_bytes, ah, qb->qp_num, QKEY, 1, 0xa5a5a5a5u))
 		die("ibv_post_send");
 	expect_send(what, id, qa, IBV_WC_SUCCESS);
-	expect_dgram(what, id, qb, qa, id, mtu_bytes + 1, 0, 0);
+	expect_dgram(what, id, qb, qa, id, mtu_bytes, 1, 0xa5a5a5a5u);
 	id++;
-	snprintf(what, sizeof(what), "MTU - 72 = %u bytes", DGRAM_MAX);
-	post_recv(qb, id, 40 + 4096);
-	if (post_ud(qa, id, DGRAM_MAX, ah, qb->qp_num, QKEY, 1, 7))
-		die("ibv_post_send");
-	expect_send(what, id, qa, IBV_WC_SUCCESS);
-	expect_dgram(what, id, qb, qa, id, DGRAM_MAX, 1, 7);
-	id++;
-	qx = ud_qp(&DA);
-	post_recv(qb, id, 40 + 4096);
-	rc = post_ud(qx, 200, DGRAM_MAX + 1, ah, qb->qp_num, QKEY, 0, 0);
-	CHECK(rc == 0, "oversize: ibv_post_send of %u bytes accepted (%d)",
-	      DGRAM_MAX + 1, rc);
-	if (!rc)
-		expect_send("oversize", 200, qx, IBV_WC_LOC_LEN_ERR);
-	expect_none("oversize");
-	CHECK(qp_state(qx) == IBV_QPS_ERR, "oversize: sending QP in ERR (%d)",
-	      (int)qp_state(qx));
-	CHECK(ibv_destroy_qp(qx) == 0, "oversize: destroy the failed QP");
+	{
+		const uint32_t big[4] = { mtu_bytes + 1, DGRAM_MAX, DGRAM_MAX + 1,
+					  4097 };
+		long long o0 = counter(&DA, "tx_ud_oversize"), o1;
+		long long f0 = counter(&DB, "rx_frames"), f1;
 
-	/* 3. wrong Q_Key (receive id still posted) */
+		post_recv(qb, id, 40 + 8192 - 40);
+		for (i = 0; i < 4; i++) {
+			snprintf(what, sizeof(what), "oversize %u bytes", big[i]);
+			rc = post_ud(qa, 200 + i, big[i], ah, qb->qp_num, QKEY,
+				     i & 1, 0);
+			CHECK(rc == 0, "%s: ibv_post_send accepts it (%d)", what, rc);
+			if (!rc)
+				expect_send(what, 200 + i, qa, IBV_WC_SUCCESS);
+		}
+		expect_none("oversize");
+		o1 = counter(&DA, "tx_ud_oversize");
+		f1 = counter(&DB, "rx_frames");
+		CHECK(o0 >= 0 && o1 == o0 + 4,
+		      "oversize: %s tx_ud_oversize +4 (%lld -> %lld)", DA.name, o0, o1);
+		CHECK(f0 >= 0 && f1 == f0,
+		      "oversize: no frame reaches %s (rx_frames %lld -> %lld)",
+		      DB.name, f0, f1);
+		CHECK(qp_state(qa) == IBV_QPS_RTS, "oversize: sending QP stays RTS (%d)",
+		      (int)qp_state(qa));
+		snprintf(what, sizeof(what), "active_mtu = %u bytes after oversize",
+			 mtu_bytes);
+		if (post_ud(qa, 210, mtu_bytes, ah, qb->qp_num, QKEY, 0, 0))
+			die("ibv_post_send");
+		expect_send(what, 210, qa, IBV_WC_SUCCESS);
+		expect_dgram(what, id, qb, qa, 210, mtu_bytes, 0, 0);
+		id++;
+	}
+
+	/* 3. wrong Q_Key */
+	post_recv(qb, id, 40 + 4096);
 	c0 = counter(&DB, "drop_bad_qkey");
 	if (post_ud(qa, 300, 64, ah, qb->qp_num, QKEY + 1, 0, 0))
 		die("ibv_post_send");
