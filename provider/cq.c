@@ -175,7 +175,7 @@ int mbcf_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct mbcf_cq *cq = to_mcq(ibcq);
 	struct ib_uverbs_wc e;
 	bool corrupt = false;
-	int n;
+	int n, err = 0;
 
 	pthread_spin_lock(&cq->lock);
 	for (n = 0; n < num_entries; n++) {
@@ -188,10 +188,16 @@ int mbcf_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		mbcf_ring_consume(&cq->ring);
 		mbcf_cqe_to_wc(&e, &wc[n]);
 	}
+	/*
+	 * Entries already consumed are returned; the next poll reports EIO.
+	 * Under the lock: a resize swaps the ring (and marks the old one
+	 * dead, then unmaps it) while holding it.
+	 */
+	if (n == 0)
+		err = mbcf_cq_empty(cq, corrupt);
 	pthread_spin_unlock(&cq->lock);
 
-	/* Entries already consumed are returned; the next poll reports EIO. */
-	if (n == 0 && mbcf_cq_empty(cq, corrupt) == EIO) {
+	if (err == EIO) {
 		errno = EIO;
 		return -1;
 	}
