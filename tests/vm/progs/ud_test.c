@@ -51,6 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmprog.h"
+
 #define WAIT_S		30.0	/* what must come (a loaded TCG host) */
 #define QUIET_MS	200	/* what must not come */
 #define QKEY		0x11111111u
@@ -59,33 +61,6 @@
 #define PAD		0xee
 #define NET_MTU		1500u	/* veth0/veth1 (ud.sh checks) */
 #define DGRAM_MAX	(NET_MTU - 72)	/* what one DGRAM frame could carry */
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (cond) {						\
-			printf("ok: " __VA_ARGS__);			\
-		} else {						\
-			failures++;					\
-			printf("FAIL: " __VA_ARGS__);			\
-		}							\
-		printf("\n");						\
-	} while (0)
-
-static void die(const char *what)
-{
-	fprintf(stderr, "setup: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 struct dev {
 	const char *name;
@@ -104,35 +79,23 @@ static uint32_t mtu_bytes;
 
 static void dev_open(struct dev *d, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list");
 	d->name = name;
-	for (i = 0; list[i] && !d->ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			d->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!d->ctx) {
-		fprintf(stderr, "setup: cannot open %s\n", name);
-		exit(2);
-	}
+	d->ctx = vp_open(name);
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd || ibv_query_gid(d->ctx, 1, 0, &d->gid) ||
 	    ibv_query_port(d->ctx, 1, &d->port))
-		die("ibv_alloc_pd / ibv_query_gid / ibv_query_port");
+		vp_die_errno("ibv_alloc_pd / ibv_query_gid / ibv_query_port");
 	d->cq = ibv_create_cq(d->ctx, 256, NULL, NULL, 0);
 	if (!d->cq)
-		die("ibv_create_cq");
+		vp_die_errno("ibv_create_cq");
 	d->len = NSLOT * SLOT;
 	d->buf = aligned_alloc(4096, d->len);
 	if (!d->buf)
-		die("aligned_alloc");
+		vp_die_errno("aligned_alloc");
 	memset(d->buf, PAD, d->len);
 	d->mr = ibv_reg_mr(d->pd, d->buf, d->len, IBV_ACCESS_LOCAL_WRITE);
 	if (!d->mr)
-		die("ibv_reg_mr");
+		vp_die_errno("ibv_reg_mr");
 }
 
 /*
@@ -169,17 +132,17 @@ static struct ibv_qp *ud_qp(struct dev *d)
 				 .qkey = QKEY };
 
 	if (!qp)
-		die("ibv_create_qp UD");
+		vp_die_errno("ibv_create_qp UD");
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			  IBV_QP_PORT | IBV_QP_QKEY))
-		die("UD INIT");
+		vp_die_errno("UD INIT");
 	a.qp_state = IBV_QPS_RTR;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		die("UD RTR");
+		vp_die_errno("UD RTR");
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		die("UD RTS");
+		vp_die_errno("UD RTS");
 	return qp;
 }
 
@@ -202,7 +165,7 @@ static void post_recv(struct ibv_qp *qp, uint64_t wr_id, uint32_t len)
 
 	memset(p, PAD, SLOT);
 	if (ibv_post_recv(qp, &wr, &bad))
-		die("ibv_post_recv");
+		vp_die_errno("ibv_post_recv");
 }
 
 static uint8_t pat(uint64_t k, uint32_t i)
@@ -235,10 +198,10 @@ static int post_ud(struct ibv_qp *qp, uint64_t wr_id, uint32_t len,
 /* Up to n completions of cq within WAIT_S. */
 static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 {
-	double end = now_s() + WAIT_S;
+	double end = vp_now() + WAIT_S;
 	int got = 0, r;
 
-	while (got < n && now_s() < end) {
+	while (got < n && vp_now() < end) {
 		r = ibv_poll_cq(cq, n - got, wc + got);
 		if (r < 0)
 			return r;
@@ -252,11 +215,11 @@ static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 /* Completions that arrive on cq within QUIET_MS (should be none). */
 static int poll_quiet(struct ibv_cq *cq)
 {
-	double end = now_s() + QUIET_MS / 1000.0;
+	double end = vp_now() + QUIET_MS / 1000.0;
 	struct ibv_wc wc[8];
 	int got = 0, r;
 
-	while (now_s() < end) {
+	while (vp_now() < end) {
 		r = ibv_poll_cq(cq, 8, wc);
 		if (r > 0) {
 			got += r;
@@ -389,7 +352,7 @@ int main(int argc, char **argv)
 	qb = ud_qp(&DB);
 	ah = ah_to(DA.pd, &DB.gid);
 	if (!ah)
-		die("ibv_create_ah");
+		vp_die_errno("ibv_create_ah");
 
 	/* 1. data */
 	for (i = 0; i < 3; i++) {
@@ -401,7 +364,7 @@ int main(int argc, char **argv)
 			post_recv(qb, id, 40 + 4096);
 			if (post_ud(qa, id, len, ah, qb->qp_num, QKEY, imm,
 				    0xa5000000u + (uint32_t)id))
-				die("ibv_post_send");
+				vp_die_errno("ibv_post_send");
 			expect_send(what, id, qa, IBV_WC_SUCCESS);
 			expect_dgram(what, id, qb, qa, id, len, imm,
 				     0xa5000000u + (uint32_t)id);
@@ -416,7 +379,7 @@ int main(int argc, char **argv)
 	snprintf(what, sizeof(what), "active_mtu = %u bytes", mtu_bytes);
 	post_recv(qb, id, 40 + 4096);
 	if (post_ud(qa, id, mtu_bytes, ah, qb->qp_num, QKEY, 1, 0xa5a5a5a5u))
-		die("ibv_post_send");
+		vp_die_errno("ibv_post_send");
 	expect_send(what, id, qa, IBV_WC_SUCCESS);
 	expect_dgram(what, id, qb, qa, id, mtu_bytes, 1, 0xa5a5a5a5u);
 	id++;
@@ -448,7 +411,7 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "active_mtu = %u bytes after oversize",
 			 mtu_bytes);
 		if (post_ud(qa, 210, mtu_bytes, ah, qb->qp_num, QKEY, 0, 0))
-			die("ibv_post_send");
+			vp_die_errno("ibv_post_send");
 		expect_send(what, 210, qa, IBV_WC_SUCCESS);
 		expect_dgram(what, id, qb, qa, 210, mtu_bytes, 0, 0);
 		id++;
@@ -458,20 +421,20 @@ int main(int argc, char **argv)
 	post_recv(qb, id, 40 + 4096);
 	c0 = counter(&DB, "drop_bad_qkey");
 	if (post_ud(qa, 300, 64, ah, qb->qp_num, QKEY + 1, 0, 0))
-		die("ibv_post_send");
+		vp_die_errno("ibv_post_send");
 	expect_send("wrong qkey", 300, qa, IBV_WC_SUCCESS);
 	expect_none("wrong qkey");
 	c1 = counter(&DB, "drop_bad_qkey");
 	CHECK(c0 >= 0 && c1 == c0 + 1, "wrong qkey: %s drop_bad_qkey +1 (%lld -> %lld)",
 	      DB.name, c0, c1);
 	if (post_ud(qa, 301, 64, ah, qb->qp_num, QKEY, 0, 0))
-		die("ibv_post_send");
+		vp_die_errno("ibv_post_send");
 	expect_send("right qkey after", 301, qa, IBV_WC_SUCCESS);
 	expect_dgram("right qkey after", id, qb, qa, 301, 64, 0, 0);
 	id++;
 	post_recv(qb, id, 40 + 4096);
 	if (post_ud(qa, 302, 77, ah, qb->qp_num, 0x80000000u, 0, 0))
-		die("ibv_post_send");
+		vp_die_errno("ibv_post_send");
 	expect_send("qkey high bit (the QP's own)", 302, qa, IBV_WC_SUCCESS);
 	expect_dgram("qkey high bit (the QP's own)", id, qb, qa, 302, 77, 0, 0);
 	id++;
@@ -484,7 +447,7 @@ int main(int argc, char **argv)
 		r0 = counter(&DB, "remote_errors");
 		post_recv(qb, id, 40 + 10);
 		if (post_ud(qa, 400, 100, ah, qb->qp_num, QKEY, 0, 0))
-			die("ibv_post_send");
+			vp_die_errno("ibv_post_send");
 		expect_send("small receive", 400, qa, IBV_WC_SUCCESS);
 		n = poll_n(DB.cq, &wc, 1);
 		CHECK(n == 1 && wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == id &&
@@ -504,7 +467,7 @@ int main(int argc, char **argv)
 		id++;
 		post_recv(qb, id, 40 + 4096);
 		if (post_ud(qa, 401, 100, ah, qb->qp_num, QKEY, 1, 0xbeef))
-			die("ibv_post_send");
+			vp_die_errno("ibv_post_send");
 		expect_send("after small receive", 401, qa, IBV_WC_SUCCESS);
 		expect_dgram("after small receive", id, qb, qa, 401, 100, 1, 0xbeef);
 		id++;
@@ -518,7 +481,7 @@ int main(int argc, char **argv)
 	if (ahx) {
 		r0 = counter(&DB, "rx_frames");
 		if (post_ud(qa, 500, 64, ahx, qb->qp_num, QKEY, 0, 0))
-			die("ibv_post_send");
+			vp_die_errno("ibv_post_send");
 		expect_send("nobody", 500, qa, IBV_WC_SUCCESS);
 		expect_none("nobody");
 		r1 = counter(&DB, "rx_frames");
@@ -530,10 +493,10 @@ int main(int argc, char **argv)
 	/* 5b. an AH of another PD: LOC_QP_OP_ERR, nothing sent */
 	pd2 = ibv_alloc_pd(DA.ctx);
 	if (!pd2)
-		die("ibv_alloc_pd");
+		vp_die_errno("ibv_alloc_pd");
 	ahx = ah_to(pd2, &DB.gid);
 	if (!ahx)
-		die("ibv_create_ah (pd2)");
+		vp_die_errno("ibv_create_ah (pd2)");
 	qx = ud_qp(&DA);
 	rc = post_ud(qx, 510, 64, ahx, qb->qp_num, QKEY, 0, 0);
 	CHECK(rc == 0, "other PD's AH: ibv_post_send accepted (%d)", rc);
@@ -544,7 +507,7 @@ int main(int argc, char **argv)
 	      (int)qp_state(qx));
 	/* the receive still posted takes the next good datagram */
 	if (post_ud(qa, 511, 1, ah, qb->qp_num, QKEY, 0, 0))
-		die("ibv_post_send");
+		vp_die_errno("ibv_post_send");
 	expect_send("after other PD's AH", 511, qa, IBV_WC_SUCCESS);
 	expect_dgram("after other PD's AH", id, qb, qa, 511, 1, 0, 0);
 	CHECK(poll_quiet(DA.cq) == 0 && poll_quiet(DB.cq) == 0,
@@ -562,6 +525,6 @@ int main(int argc, char **argv)
 		      "%s: destroy MR, CQ, PD, close", d->name);
 		free(d->buf);
 	}
-	printf("ud_test: %d failure(s)\n", failures);
-	return failures > 100 ? 100 : failures;
+	printf("ud_test: %d failure(s)\n", vp_fails);
+	return vp_fails > 100 ? 100 : vp_fails;
 }
