@@ -81,6 +81,9 @@
 static const char *dev_a = "mbcf0", *dev_b = "mbcf1";
 static uint64_t seed;
 static int flushed_only;	/* QPs whose peer vanished, failed with flushes only */
+static int peer_mr_first;	/* ... whose first error was the NAK of a peer being torn down */
+/* first errors of a QP whose peer device is being removed (note_deaths) */
+#define PEER_TORN_DOWN	(1 << IBV_WC_REM_ACCESS_ERR | 1 << IBV_WC_REM_OP_ERR)
 static unsigned int flood_rate;
 static struct vp_flood flood;
 static int sock_a = -1, sock_b = -1;	/* flood sockets reaching dev_a, dev_b */
@@ -242,7 +245,8 @@ static void expect_peer_gone(struct st_stream *s, const char *why, bool flush_ok
 {
 	int st;
 
-	s->err_ok = 1 << IBV_WC_RETRY_EXC_ERR;
+	/* keep what note_deaths allowed for a peer device being removed */
+	s->err_ok = 1 << IBV_WC_RETRY_EXC_ERR | (s->err_ok & PEER_TORN_DOWN);
 	if (flush_ok)
 		s->err_ok |= 1 << IBV_WC_WR_FLUSH_ERR;
 	/*
@@ -257,11 +261,14 @@ static void expect_peer_gone(struct st_stream *s, const char *why, bool flush_ok
 		hang_probe(s);
 		return;
 	}
-	vp_check(s->first_err == IBV_WC_RETRY_EXC_ERR ||
-		 (flush_ok && s->first_err == IBV_WC_WR_FLUSH_ERR),
-		 "%s after %s: first error %s, expected RETRY_EXC_ERR%s", s->name, why,
+	vp_check(s->first_err >= 0 && (s->err_ok & 1 << s->first_err),
+		 "%s after %s: first error %s, expected RETRY_EXC_ERR%s%s", s->name, why,
 		 s->first_err < 0 ? "none" : vp_wc_status_str(s->first_err),
-		 flush_ok ? " or WR_FLUSH_ERR" : "");
+		 flush_ok ? " or WR_FLUSH_ERR" : "",
+		 s->err_ok & PEER_TORN_DOWN ? " (or REM_ACCESS_ERR/REM_OP_ERR: "
+		 "the peer's MRs went before its QP)" : "");
+	peer_mr_first += s->first_err == IBV_WC_REM_ACCESS_ERR ||
+			 s->first_err == IBV_WC_REM_OP_ERR;
 	flushed_only += s->first_err == IBV_WC_WR_FLUSH_ERR;
 	st = vp_ep_state(s->e);
 	vp_check(st == IBV_QPS_ERR, "%s after %s: state %d, expected ERR", s->name, why, st);
@@ -1183,6 +1190,11 @@ static struct hdev *hdev_of(const struct st_stream *s)
 	return s->e->dev == &hdevs[0].d ? &hdevs[0] : &hdevs[1];
 }
 
+static struct hdev *peer_hdev(const struct st_stream *s)
+{
+	return hdev_of(s) == &hdevs[0] ? &hdevs[1] : &hdevs[0];
+}
+
 /*
  * Once a device died, the QPs of the other one lost their peers: from
  * then on their first error may be RETRY_EXC_ERR (that device may die
@@ -1190,26 +1202,36 @@ static struct hdev *hdev_of(const struct st_stream *s)
  * announced a removal (SIGUSR1): a netdev removal takes the link away
  * before the devices go.
  */
+static void note_death(struct st_stream *s)
+{
+	if (removal_announced || peer_hdev(s)->dead)
+		s->err_ok |= 1 << IBV_WC_RETRY_EXC_ERR;
+	/*
+	 * A device about to die: uverbs queues DEVICE_FATAL, then
+	 * destroys the context's objects newest first, so an MR may go
+	 * before the QP that uses it.  A request with frames still to
+	 * build from it then fails with LOC_PROT_ERR, as after any
+	 * dereg_mr (an unfinished one before it flushed ahead of it),
+	 * and we may poll that before we read the event.
+	 */
+	if (removal_announced && hdev_of(s)->nexpect)
+		s->err_ok |= 1 << IBV_WC_LOC_PROT_ERR |
+			 1 << IBV_WC_WR_FLUSH_ERR;
+	/*
+	 * The same teardown seen from the peer: a request reaching a QP
+	 * whose MR is already gone is NAKed, REM_ACCESS_ERR for a write
+	 * or read, REM_OP_ERR for a send whose receive buffer was in it.
+	 */
+	if (removal_announced && peer_hdev(s)->nexpect)
+		s->err_ok |= PEER_TORN_DOWN;
+}
+
 static void note_deaths(struct st_stream **all, int n)
 {
 	int i;
 
-	for (i = 0; i < n; i++) {
-		if (removal_announced ||
-		    (hdev_of(all[i]) == &hdevs[0] ? &hdevs[1] : &hdevs[0])->dead)
-			all[i]->err_ok |= 1 << IBV_WC_RETRY_EXC_ERR;
-		/*
-		 * A device about to die: uverbs queues DEVICE_FATAL, then
-		 * destroys the context's objects newest first, so an MR may go
-		 * before the QP that uses it.  A request with frames still to
-		 * build from it then fails with LOC_PROT_ERR, as after any
-		 * dereg_mr (an unfinished one before it flushed ahead of it),
-		 * and we may poll that before we read the event.
-		 */
-		if (removal_announced && hdev_of(all[i])->nexpect)
-			all[i]->err_ok |= 1 << IBV_WC_LOC_PROT_ERR |
-					  1 << IBV_WC_WR_FLUSH_ERR;
-	}
+	for (i = 0; i < n; i++)
+		note_death(all[i]);
 }
 
 static void check_events(struct hdev *h)
@@ -1287,6 +1309,7 @@ static int run_holder(int npairs)
 			if (hdev_of(all[i])->dead)
 				continue;
 			st_fill(all[i]);
+			note_death(all[i]);	/* a signal may have come since */
 			st_poll(all[i]);
 		}
 		wait_events(1);
@@ -1329,9 +1352,10 @@ static int run_holder(int npairs)
 	for (k = 0; k < 2; k++)
 		vp_check(!vp_dev_close(&hdevs[k].d), "dealloc_pd/close of %s", hdevs[k].d.name);
 	printf("%s holder: %d pairs, %llu operations before ready, %llu until the removal; "
-	       "%d surviving QPs failed with flushes only\n",
+	       "%d surviving QPs failed with flushes only, %d with a NAK from the peer's "
+	       "teardown\n",
 	       vp_fails == f0 ? "PASS" : "FAIL", npairs, (unsigned long long)ok_ready,
-	       (unsigned long long)(ok_dead - ok_ready), flushed_only);
+	       (unsigned long long)(ok_dead - ok_ready), flushed_only, peer_mr_first);
 	free(all);
 	free(p);
 	free(ba);
