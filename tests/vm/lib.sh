@@ -192,6 +192,18 @@ vm_port_state() {
 	printf '%s\n' "$state"
 }
 
+# vm_scaled SEC: SEC x VM_TIME_SCALE (run.sh: 1 on the stock kernel, more
+# on the debug lane's), whole seconds rounded up: a script's own timeouts
+# (deadlines only) scale with the kernel, as the test programs' do.
+vm_scaled() {
+	local s=${VM_TIME_SCALE:-1}
+	if [[ $s =~ ^[0-9]+$ ]]; then
+		echo $(($1 * (s < 1 ? 1 : s)))
+	else
+		awk -v t="$1" -v s="$s" 'BEGIN { if (!(s >= 1)) s = 1; x = t * s; printf "%d\n", x == int(x) ? x : int(x) + 1 }'
+	fi
+}
+
 # vm_elapsed_since T0: seconds (float) since T0, an $EPOCHREALTIME value.
 vm_elapsed_since() {
 	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'
