@@ -352,6 +352,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 /* main.c: module parameters */
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
+extern bool mbcf_window_adapt;
 extern unsigned int mbcf_pace_slack_us;
 extern unsigned int mbcf_zerocopy;
 

@@ -721,6 +721,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->rq_psn = a->rq_psn;
 	cfg->mtu = READ_ONCE(qp->dev->ndev->mtu);
 	cfg->window = mbcf_window;
+	cfg->window_fixed = !READ_ONCE(mbcf_window_adapt);
 	cfg->link_mbps = qp->dev->link_mbps;
 	cfg->ack_interval = mbcf_ack_interval;
 	cfg->retry_cnt = a->retry_cnt;

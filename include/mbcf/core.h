@@ -190,6 +190,7 @@ struct mbcf_conn_cfg {
 	u32 rq_psn;			/* first psn we expect */
 	u32 mtu;			/* bytes after the Ethernet header (>= 512) */
 	u32 window;			/* send-ahead frames; 0 = from link speed */
+	bool window_fixed;		/* never adapt it to loss (4.3) */
 	u32 link_mbps;			/* for window == 0; 0 = 1000 */
 	u32 ack_interval;		/* N: ask for an ACK every N frames; 0 = as
 					 * the window needs (half window, at most
@@ -264,10 +265,17 @@ struct mbcf_conn {
 	u32 snd_una;		/* oldest unacknowledged psn */
 	u32 snd_nxt;		/* next psn to (re)transmit */
 	u32 snd_max;		/* next never-sent psn */
+	u32 wnd;		/* send-ahead window now, frames: cfg.window
+				 * is its ceiling; halved by a loss, regrown
+				 * by one per window acknowledged (4.3) */
+	u32 wnd_acked;		/* frames acknowledged toward the next +1 */
+	u32 wnd_cut_psn;	/* snd_max at the last cut: a loss before it
+				 * is the same episode and cuts no further */
+	bool wnd_cut_valid;
 	u32 since_ackreq;	/* frames since the last ACKREQ flag */
 	u32 rd_out;		/* started reads/atomics not yet completed */
-	u32 lost_psn;		/* LOST(k) already acted on */
-	bool lost_valid;
+	u16 tx_epoch;		/* go-back round: +1 at every go-back, on
+				 * every sequenced frame sent (4.5) */
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
@@ -287,6 +295,7 @@ struct mbcf_conn {
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */
 	bool lost_sent;		/* LOST(rcv_nxt) sent for the current gap */
+	u16 lost_epoch;		/* ... for a frame of this round */
 	bool stop_sent;		/* STOP(rcv_nxt) sent; GO due on recv_posted */
 	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
@@ -341,6 +350,8 @@ struct mbcf_iov {
 struct mbcf_frame {
 	u8 op, flags, status;
 	u32 dst_qpn, src_qpn, psn, ack_psn;
+	u16 epoch;		/* sequenced: the sender's go-back round when
+				 * this copy left; LOST: its trigger's */
 	u32 hdr_len, paylen;
 	u64 va;
 	u32 rkey;
