@@ -500,6 +500,43 @@ void mbcf_conn_set_pace_slack(struct mbcf_conn *c, u64 slack_ns);
  * True when the last send stopped because the next frame was not due yet. */
 bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due);
 
+/*
+ * A connection's last words (docs/protocol.md 8.4): for a while after a QP
+ * is destroyed, a resend from its peer of a frame it had accepted, asking
+ * for an answer, is answered with the ACK that was lost.  IB has no
+ * closing handshake: without this the peer of a program that exits right
+ * after its last receive fails with RETRY_EXC_ERR whenever that final ACK
+ * is lost.  A small table per device; the oldest entry makes room.
+ */
+#define MBCF_LINGER_N		64
+#define MBCF_LINGER_NS		2000000000ull	/* 2 s */
+
+struct mbcf_linger_ent {
+	u64 until;		/* ns; 0 = free */
+	u32 qpn, remote_qpn;
+	u32 rcv_nxt;		/* what the ACK acknowledges */
+	u32 snd_max;		/* its psn field (informational) */
+	u8 peer[6];		/* the environment's peer address */
+};
+
+struct mbcf_linger {
+	struct mbcf_linger_ent e[MBCF_LINGER_N];
+	u32 next;		/* the slot the next entry takes */
+};
+
+/* A connected QP is going away: remember what it would answer. */
+void mbcf_linger_add(struct mbcf_linger *l, const struct mbcf_conn *c,
+		     const u8 *peer, u64 now);
+/* A QP number is in use again: its old entry must not answer for it. */
+void mbcf_linger_forget(struct mbcf_linger *l, u32 qpn);
+/*
+ * A frame for a QP this device does not have, from peer: if an entry says
+ * the frame is a resend of one it accepted, asking for an answer, build
+ * the ACK into hdr (>= MBCF_HDR_MAX bytes) and return its length; else 0.
+ */
+u32 mbcf_linger_answer(struct mbcf_linger *l, const struct mbcf_frame *f,
+		       const u8 *peer, u64 now, u8 *hdr);
+
 /* Send-ahead window in frames for a link speed (Mbit/s) and MTU. */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);
 /* Work requests posted and not yet completed. */

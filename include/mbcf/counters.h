@@ -35,6 +35,7 @@
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
 	X(acks_tx,		"ack_tx")				\
+	X(closed_acks,		"closed_qp_ack_tx")			\
 	X(acks_rx,		"ack_rx")				\
 	X(acks_req,		"ack_requests_tx")			\
 	X(naks_tx,		"nak_tx")				\
