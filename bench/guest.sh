@@ -26,6 +26,9 @@ perftest_once() { # transport test size extra...
 	shift 3
 	case $tr in
 	mbcf) dev0=mbcf0 dev1=mbcf1 gid=0 ;;
+	# both ends on one device, rxe's shape (its frames never leave it;
+	# mbcf's go to its own MAC and come straight back in, kmod/net.c)
+	mbcf-lo) dev0=mbcf0 dev1=mbcf0 gid=0 ;;
 	rxe) dev0=rxe0 dev1=rxe0 gid=1 ;;
 	esac
 	case $t in *_lat) col=5 ;; *) col=${BENCH_BW_COL:-4} ;; esac
@@ -379,7 +382,9 @@ if [ "$PART" = loss ]; then
 fi
 
 # --- latency: the papers' table (4 B and 1440 B), atomics are 8 B ----------
-for tr in mbcf rxe; do
+# Same shapes compared: mbcf-lo (one device) with rxe (one device), mbcf
+# (across the veth) with TCP (across the veth).
+for tr in mbcf mbcf-lo rxe; do
 	for t in ib_write_lat ib_read_lat ib_send_lat; do
 		for s in 4 1440; do perftest_case latency $tr $t $s 1500 "$ack" -n 1000; done
 	done

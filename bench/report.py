@@ -24,11 +24,13 @@ def key(r):
 
 
 def table(rows):
-    out = ["| group | transport | test | size (B) | MTU | ack interval | median | unit | runs |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| group | transport | test | size (B) | MTU | ack interval | min | median | max | unit | runs |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        lo, hi = spread(r)
         out.append("| {group} | {transport} | {test} | {size} | {mtu} | {ack_interval} | "
-                   "**{median}** | {unit} | {runs} |".format(**{k: v.replace(";", " ") for k, v in r.items()}))
+                   "{lo} | **{median}** | {hi} | {unit} | {runs} |".format(
+                       lo=lo, hi=hi, **{k: v.replace(";", " ") for k, v in r.items()}))
     return out
 
 
@@ -51,11 +53,18 @@ def ratios(rows):
                                                         target, "met" if ok else "missed")
         out.append("- {}: {:.2f}{}".format(text, ratio, verdict))
 
+    # same shapes: one device each (mbcf-lo, rxe), across the veth (mbcf, TCP)
     for t, s in (("ib_write_lat", "4"), ("ib_read_lat", "4"), ("ib_send_lat", "4"), ("ib_atomic_lat", "8")):
-        line(f"{t} {s} B, mbcf/rxe latency", find(rows, transport="mbcf", test=t, size=s),
-             find(rows, transport="rxe", test=t, size=s), 0.5 if t != "ib_send_lat" else None)
-    line("ib_write_lat 4 B, mbcf/TCP round trip", find(rows, transport="mbcf", test="ib_write_lat", size="4"),
-         find(rows, transport="tcp", test="rtt_half", size="4"))
+        line(f"{t} {s} B, one device, mbcf-lo/rxe latency",
+             find(rows, transport="mbcf-lo", test=t, size=s),
+             find(rows, transport="rxe", test=t, size=s), 0.5)
+    for t, s in (("ib_write_lat", "4"), ("ib_read_lat", "4"), ("ib_send_lat", "4"), ("ib_atomic_lat", "8")):
+        line(f"{t} {s} B across the veth, mbcf / TCP round trip/2",
+             find(rows, transport="mbcf", test=t, size=s),
+             find(rows, transport="tcp", test="rtt_half", size="4"), 0.5)
+    line("ib_write_lat 4 B, mbcf across the veth / rxe on one device (different shapes)",
+         find(rows, transport="mbcf", test="ib_write_lat", size="4"),
+         find(rows, transport="rxe", test="ib_write_lat", size="4"))
     line("ib_write_bw 64 KiB MTU 1500, mbcf/rxe bandwidth",
          find(rows, transport="mbcf", test="ib_write_bw", size="65536", mtu="1500", group="bandwidth"),
          find(rows, transport="rxe", test="ib_write_bw", size="65536", mtu="1500"), 8.0, "higher")
@@ -119,11 +128,14 @@ def plots(rows, outdir):
     lat = [r for r in rows if r["group"] == "latency"]
     labels = sorted({(r["test"], r["size"]) for r in lat if r["transport"] != "tcp"})
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    width = 0.4
-    for i, tr in enumerate(("mbcf", "rxe")):
+    trs = [tr for tr in ("mbcf", "mbcf-lo", "rxe") if any(r["transport"] == tr for r in lat)]
+    width = 0.8 / max(len(trs), 1)
+    names = {"mbcf": "mbcf (across the veth)", "mbcf-lo": "mbcf (one device)",
+             "rxe": "rxe (one device)"}
+    for i, tr in enumerate(trs):
         vals = [find(lat, transport=tr, test=t, size=s) for t, s in labels]
-        ax.bar([x + i * width for x in range(len(labels))], vals, width, label=tr)
-    ax.set_xticks([x + width / 2 for x in range(len(labels))])
+        ax.bar([x + i * width for x in range(len(labels))], vals, width, label=names[tr])
+    ax.set_xticks([x + width * (len(trs) - 1) / 2 for x in range(len(labels))])
     ax.set_xticklabels([f"{t.replace('ib_', '').replace('_lat', '')}\n{s} B" for t, s in labels])
     ax.set_ylabel("t_typical (us, guest under TCG)")
     ax.set_title("perftest latency, same guest run")
