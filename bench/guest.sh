@@ -10,7 +10,7 @@ set -u
 
 REPS=${2:-${BENCH_REPS:-5}}
 QUICK=${1:-${BENCH_QUICK:-0}}
-PART=${3:-${BENCH_PART:-all}}	# all; sw: only the software-stack rows; loss: only goodput under loss
+PART=${3:-${BENCH_PART:-all}}	# all; or only sw (software stacks), loss (goodput under loss), qps (-q N)
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 missing"
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "nan" }'; }
@@ -368,6 +368,23 @@ loss_rows() {
 	wait "$spid" 2>/dev/null
 }
 
+# --- many QPs: ib_write_bw -q N, 1440 B messages (perftest spreads its
+# iterations over the N QPs); MB/s, message rate = MB/s / 1440 B.
+qps_case() { # transport N
+	local tr=$1 q=$2 a=- v vals="" i
+	[ "$tr" = mbcf ] && a=$ack
+	for ((i = 0; i <= REPS; i++)); do	# run 0: warm-up
+		v=$(perftest_once "$tr" ib_write_bw 1440 -q "$q" -n 2000)
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	emit qps "$tr" "ib_write_bw -q $q" 1440 1500 "$a" MB/s $vals
+}
+
+qps_rows() {
+	local q
+	for q in 1 4 16 64; do qps_case mbcf $q; qps_case rxe $q; done
+}
+
 vm_wait_port mbcf0 20 && vm_wait_port mbcf1 20 && vm_wait_port rxe0 20 || exit 1
 ack=$(cat /sys/module/mbcf/parameters/ack_interval)
 if [ "$PART" = sw ]; then
@@ -377,6 +394,13 @@ if [ "$PART" = sw ]; then
 fi
 if [ "$PART" = loss ]; then
 	loss_rows
+	vm_dmesg_check
+	exit
+fi
+if [ "$PART" = qps ]; then
+	steer_rx on
+	qps_rows
+	steer_rx off
 	vm_dmesg_check
 	exit
 fi
@@ -417,19 +441,7 @@ BENCH_BW_COL=5 perftest_case rate mbcf ib_write_bw 64 1500 "$ack" -n 5000
 BENCH_BW_COL=5 perftest_case rate rxe ib_write_bw 64 1500 - -n 5000
 tcp_bw 1500
 for fs in 256 1500; do raw_capacity $fs; done
-
-# --- many QPs: ib_write_bw -q N, 1440 B messages (perftest spreads its
-# iterations over the N QPs); MB/s, message rate = MB/s / 1440 B.
-qps_case() { # transport N
-	local tr=$1 q=$2 a=- v vals="" i
-	[ "$tr" = mbcf ] && a=$ack
-	for ((i = 0; i <= REPS; i++)); do	# run 0: warm-up
-		v=$(perftest_once "$tr" ib_write_bw 1440 -q "$q" -n 2000)
-		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
-	done
-	emit qps "$tr" "ib_write_bw -q $q" 1440 1500 "$a" MB/s $vals
-}
-for q in 1 4 16 64; do qps_case mbcf $q; qps_case rxe $q; done
+qps_rows
 
 # --- pacing: ib_write_bw (64 KiB) paced by MBCF_QP_RATE_LIMIT --------------
 # The figure is achieved / target: perftest's payload MB/s against the

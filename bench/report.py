@@ -206,6 +206,16 @@ def main():
             f.write("\n".join(md) + "\n")
         print("\n".join(sw_table(rows)))
         return
+    if rows and all(r["group"] == "qps" for r in rows):
+        md = ["# mbcf benchmark results: many QPs", "",
+              "QEMU guest (TCG, 2 vCPUs), bench/guest.sh qps_rows: ib_write_bw -q N, 1440 B,",
+              "mbcf across the veth (RPS steering on), rxe on rxe0.",
+              "Run: " + (how or "bench/run.sh --qps-only"), ""] + \
+             [l for l in ratios(rows) if "-q " in l] + [""] + table(rows)
+        with open(f"{outdir}/qps.md", "w") as f:
+            f.write("\n".join(md) + "\n")
+        print("\n".join(md))
+        return
     if rows and all(r["group"] == "loss" for r in rows):
         md = ["# mbcf benchmark results: goodput under loss", "",
               "QEMU guest (TCG, 2 vCPUs), bench/guest.sh loss_rows: netem loss on both veth ends,",

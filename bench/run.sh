@@ -2,10 +2,11 @@
 # One command: mbcf against rxe, TCP and the link's raw frame capacity, all
 # measured in one QEMU guest run (bench/guest.sh), then tabulated and
 # plotted by bench/report.py into bench/results/.
-#   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only]
+#   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]
 # --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
 # to bench/results/sw.csv and sw.md instead; --loss-only: only goodput under
-# netem loss, to loss.csv and loss.md.
+# netem loss, to loss.csv and loss.md; --qps-only: ib_write_bw -q 1..64, to
+# qps.csv and qps.md.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -18,7 +19,8 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--sw-only) part=sw; shift ;;
 	--loss-only) part=loss; shift ;;
-	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only]" >&2; exit 2 ;;
+	--qps-only) part=qps; shift ;;
+	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]" >&2; exit 2 ;;
 	esac
 done
 
