@@ -10,7 +10,7 @@ set -u
 
 REPS=${2:-${BENCH_REPS:-5}}
 QUICK=${1:-${BENCH_QUICK:-0}}
-PART=${3:-${BENCH_PART:-all}}	# all, or sw: only the software-stack rows
+PART=${3:-${BENCH_PART:-all}}	# all; or only sw (software stacks), loss (goodput under loss), qps (-q N)
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 missing"
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "nan" }'; }
@@ -26,6 +26,9 @@ perftest_once() { # transport test size extra...
 	shift 3
 	case $tr in
 	mbcf) dev0=mbcf0 dev1=mbcf1 gid=0 ;;
+	# both ends on one device, rxe's shape (its frames never leave it;
+	# mbcf's go to its own MAC and come straight back in, kmod/net.c)
+	mbcf-lo) dev0=mbcf0 dev1=mbcf0 gid=0 ;;
 	rxe) dev0=rxe0 dev1=rxe0 gid=1 ;;
 	esac
 	case $t in *_lat) col=5 ;; *) col=${BENCH_BW_COL:-4} ;; esac
@@ -303,16 +306,109 @@ sw_stacks() {
 	fi
 }
 
+# On two hosts each CPU handles its own NIC's receive.  Over a veth pair the
+# receive would run on the *sending* vCPU (veth_xmit -> netif_rx), so one
+# vCPU would do both ends' work while the other idles.  RPS steers each
+# veth's receive to its receiver's vCPU (veth0 -> 0 server, veth1 -> 1
+# client), for every transport alike (mbcf, TCP, pktgen's frames; rxe
+# loops back inside its own device and is unaffected).  The latency rows
+# run without it: there the work is serial anyway, and an emulated IPI
+# would only add the emulator's cost to every hop.
+steer_rx() { # on|off
+	local m0=1 m1=2
+	[ "$1" = off ] && m0=0 m1=0
+	echo $m0 >/sys/class/net/veth0/queues/rx-0/rps_cpus
+	in_ns1 sh -c "echo $m1 >/sys/class/net/veth1/queues/rx-0/rps_cpus"
+}
+
+# --- goodput under random loss (netem on both veth ends, so ACKs are lost
+# too): ib_write_bw 64 KiB over mbcf, with the loss-adaptive window and
+# with it fixed (window_adapt=N), and iperf3 over TCP.  rxe has no row: its
+# two ends share rxe0 here and loop back inside the driver, never crossing
+# the lossy veth (tests/vm/twokernel.sh is the rig that could).
+loss_set() { # percent, 0 = none
+	tc qdisc del dev veth0 root 2>/dev/null
+	in_ns1 tc qdisc del dev veth1 root 2>/dev/null
+	[ "$1" = 0 ] && return
+	tc qdisc add dev veth0 root netem loss "$1%"
+	in_ns1 tc qdisc add dev veth1 root netem loss "$1%"
+}
+
+loss_case() { # transport(mbcf|mbcf-fixed|tcp) percent
+	local tr=$1 p=$2 v vals="" i adapt=/sys/module/mbcf/parameters/window_adapt
+	loss_set "$p"
+	[ "$tr" = mbcf-fixed ] && echo N >$adapt
+	for ((i = 0; i <= REPS; i++)); do	# run 0: warm-up
+		case $tr in
+		tcp)
+			v=$(in_ns1 timeout 30 taskset -c 1 iperf3 -c "$VM_IP0" -p 5201 -t 3 -f M 2>/dev/null |
+				awk '/receiver/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "MBytes/sec") x = $i } END { print x }') ;;
+		*)
+			v=$(perftest_once mbcf ib_write_bw 65536 -n 300) ;;
+		esac
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	echo Y >$adapt
+	loss_set 0
+	emit loss "$tr" "goodput@${p}%" 65536 1500 "$ack" MB/s $vals
+}
+
+loss_rows() {
+	local p spid
+	timeout 3600 taskset -c 0 iperf3 -s -B "$VM_IP0" -p 5201 >/dev/null 2>&1 &
+	spid=$!
+	steer_rx on
+	for p in 0 0.1 1 5; do
+		loss_case mbcf $p
+		loss_case mbcf-fixed $p
+		loss_case tcp $p
+	done
+	steer_rx off
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+}
+
+# --- many QPs: ib_write_bw -q N, 1440 B messages (perftest spreads its
+# iterations over the N QPs); MB/s, message rate = MB/s / 1440 B.
+qps_case() { # transport N
+	local tr=$1 q=$2 a=- v vals="" i
+	[ "$tr" = mbcf ] && a=$ack
+	for ((i = 0; i <= REPS; i++)); do	# run 0: warm-up
+		v=$(perftest_once "$tr" ib_write_bw 1440 -q "$q" -n 2000)
+		[ "$i" -gt 0 ] && vals="$vals ${v:-nan}"
+	done
+	emit qps "$tr" "ib_write_bw -q $q" 1440 1500 "$a" MB/s $vals
+}
+
+qps_rows() {
+	local q
+	for q in 1 4 16 64; do qps_case mbcf $q; qps_case rxe $q; done
+}
+
 vm_wait_port mbcf0 20 && vm_wait_port mbcf1 20 && vm_wait_port rxe0 20 || exit 1
+ack=$(cat /sys/module/mbcf/parameters/ack_interval)
 if [ "$PART" = sw ]; then
 	sw_stacks
 	vm_dmesg_check
 	exit
 fi
-ack=$(cat /sys/module/mbcf/parameters/ack_interval)
+if [ "$PART" = loss ]; then
+	loss_rows
+	vm_dmesg_check
+	exit
+fi
+if [ "$PART" = qps ]; then
+	steer_rx on
+	qps_rows
+	steer_rx off
+	vm_dmesg_check
+	exit
+fi
 
 # --- latency: the papers' table (4 B and 1440 B), atomics are 8 B ----------
-for tr in mbcf rxe; do
+# Same shapes compared: mbcf-lo (one device) with rxe (one device), mbcf
+# (across the veth) with TCP (across the veth).
+for tr in mbcf mbcf-lo rxe; do
 	for t in ib_write_lat ib_read_lat ib_send_lat; do
 		for s in 4 1440; do perftest_case latency $tr $t $s 1500 "$ack" -n 1000; done
 	done
@@ -322,20 +418,6 @@ tcp_lat 4
 tcp_lat 1440
 
 # --- bandwidth ---------------------------------------------------------------
-# On two hosts each CPU handles its own NIC's receive.  Over a veth pair the
-# receive would run on the *sending* vCPU (veth_xmit -> netif_rx), so one
-# vCPU would do both ends' work while the other idles.  RPS steers each
-# veth's receive to its receiver's vCPU (veth0 -> 0 server, veth1 -> 1
-# client), for every transport alike (mbcf, TCP, pktgen's frames; rxe
-# loops back inside its own device and is unaffected).  The latency rows
-# above ran without it: there the work is serial anyway, and an emulated
-# IPI would only add the emulator's cost to every hop.
-steer_rx() { # on|off
-	local m0=1 m1=2
-	[ "$1" = off ] && m0=0 m1=0
-	echo $m0 >/sys/class/net/veth0/queues/rx-0/rps_cpus
-	in_ns1 sh -c "echo $m1 >/sys/class/net/veth1/queues/rx-0/rps_cpus"
-}
 steer_rx on
 
 # --- bandwidth at MTU 1500: the papers' curve, 4 KiB, 64 KiB ---------------
@@ -359,6 +441,7 @@ BENCH_BW_COL=5 perftest_case rate mbcf ib_write_bw 64 1500 "$ack" -n 5000
 BENCH_BW_COL=5 perftest_case rate rxe ib_write_bw 64 1500 - -n 5000
 tcp_bw 1500
 for fs in 256 1500; do raw_capacity $fs; done
+qps_rows
 
 # --- pacing: ib_write_bw (64 KiB) paced by MBCF_QP_RATE_LIMIT --------------
 # The figure is achieved / target: perftest's payload MB/s against the
@@ -391,5 +474,6 @@ raw_capacity 9000
 set_mtu 1500
 steer_rx off
 
+loss_rows
 sw_stacks
 vm_dmesg_check

@@ -2,9 +2,11 @@
 # One command: mbcf against rxe, TCP and the link's raw frame capacity, all
 # measured in one QEMU guest run (bench/guest.sh), then tabulated and
 # plotted by bench/report.py into bench/results/.
-#   bench/run.sh [--quick] [--reps N] [--sw-only]
+#   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]
 # --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
-# to bench/results/sw.csv and sw.md instead.
+# to bench/results/sw.csv and sw.md instead; --loss-only: only goodput under
+# netem loss, to loss.csv and loss.md; --qps-only: ib_write_bw -q 1..64, to
+# qps.csv and qps.md.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -16,7 +18,9 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1; shift ;;
 	--reps) reps=$2; shift 2 ;;
 	--sw-only) part=sw; shift ;;
-	*) echo "usage: $0 [--quick] [--reps N] [--sw-only]" >&2; exit 2 ;;
+	--loss-only) part=loss; shift ;;
+	--qps-only) part=qps; shift ;;
+	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]" >&2; exit 2 ;;
 	esac
 done
 
@@ -24,8 +28,8 @@ done
 out=$here/results
 mkdir -p "$out"
 name=results
-[ "$part" = sw ] && name=sw
-log=$out/guest$([ "$part" = sw ] && echo -sw).log
+[ "$part" = all ] || name=$part
+log=$out/guest$([ "$part" = all ] || echo "-$part").log
 "$src/tests/vm/run.sh" --build "$src/build" \
 	--timeout 5400 "$here/guest.sh" "$quick" "$reps" "$part" | tee "$log"
 grep '^BENCH,' "$log" | sed 's/^BENCH,//' >"$out/$name.csv.new"
@@ -34,5 +38,5 @@ grep '^BENCH,' "$log" | sed 's/^BENCH,//' >"$out/$name.csv.new"
 	cat "$out/$name.csv.new"
 } >"$out/$name.csv"
 rm -f "$out/$name.csv.new"
-how="bench/run.sh$([ "$quick" = 1 ] && echo " --quick") --reps $reps$([ "$part" = sw ] && echo " --sw-only"), $(date -u +%Y-%m-%d), kernel $(ls /lib/modules | sort -V | tail -n 1)"
+how="bench/run.sh$([ "$quick" = 1 ] && echo " --quick") --reps $reps$([ "$part" = all ] || echo " --$part-only"), $(date -u +%Y-%m-%d), kernel $(ls /lib/modules | sort -V | tail -n 1)"
 /usr/bin/python3 "$here/report.py" "$out/$name.csv" "$out" "$how"

@@ -137,6 +137,9 @@ static bool codec_fields_ok(const struct mbcf_frame *f, const struct codec_op *o
 
 	if ((f->dst_qpn | f->src_qpn | f->psn | f->ack_psn) & ~MBCF_PSN_MASK)
 		return false;
+	/* the epoch means something on sequenced frames and LOST only */
+	if (f->epoch && !mbcf_wire_op_sequenced(f->op) && f->op != MBCF_OP_LOST)
+		return false;
 	if (f->flags & ~(o->flags | MBCF_F_ACKREQ))
 		return false;
 	if (f->status && (f->op != MBCF_OP_ACK || f->status > MBCF_ST_MAX))
@@ -240,8 +243,7 @@ int mbcf_codec_parse_split(const u8 *buf, u32 avail, u32 len,
 		return codec_count(ctr, MBCF_PARSE_BAD_LENGTH);
 	if (o->payload == PL_NONE && f->paylen)
 		return codec_count(ctr, MBCF_PARSE_BAD_LENGTH);
-	if (mbcf_get_be16(buf + MBCF_OFF_RSVD))
-		return codec_count(ctr, MBCF_PARSE_MALFORMED);
+	f->epoch = mbcf_get_be16(buf + MBCF_OFF_EPOCH);
 
 	codec_parse_ext(buf, f);
 	if (!codec_fields_ok(f, o))
@@ -329,7 +331,7 @@ u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr)
 	mbcf_put_be32(hdr + MBCF_OFF_PSN, f->psn & MBCF_PSN_MASK);
 	mbcf_put_be32(hdr + MBCF_OFF_ACK_PSN, f->ack_psn & MBCF_PSN_MASK);
 	mbcf_put_be16(hdr + MBCF_OFF_PAYLEN, (u16)f->paylen);
-	mbcf_put_be16(hdr + MBCF_OFF_RSVD, 0);
+	mbcf_put_be16(hdr + MBCF_OFF_EPOCH, f->epoch);
 	codec_build_ext(f, hdr);
 	return o->hdr_len;
 }

@@ -110,6 +110,7 @@ int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 	c->resp.m = resp_ring;
 	c->resp.mask = resp_size - 1;
 	c->snd_una = c->snd_nxt = c->snd_max = cfg->sq_psn & MBCF_PSN_MASK;
+	c->wnd = c->cfg.window;
 	c->rcv_nxt = cfg->rq_psn & MBCF_PSN_MASK;
 	c->retry_left = cfg->retry_cnt;
 	c->rnr_left = cfg->rnr_retry;

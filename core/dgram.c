@@ -112,6 +112,7 @@ int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
 	switch (d->ops->xmit(d->env, hdr, hl, &pl)) {
 	case 0:
 		d->ctr.tx_frames++;
+		d->ctr.tx_bytes += wr->len;	/* only what left */
 		break;
 	case MBCF_XMIT_FAULT:	/* its buffer is gone */
 		cqe.status = MBCF_WC_LOC_PROT_ERR;
@@ -120,7 +121,6 @@ int mbcf_dgram_send(struct mbcf_dgram *d, const struct mbcf_wr *wr,
 		d->ctr.tx_busy++;
 		break;
 	}
-	d->ctr.tx_bytes += wr->len;
 	dgram_complete(d, &cqe);
 	return cqe.status;
 }

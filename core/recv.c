@@ -254,7 +254,12 @@ static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
 	[MBCF_OP_SEND_INV]	= recv_send,
 };
 
-/* psn != rcv_nxt: a duplicate is re-acked, a gap is reported once. */
+/*
+ * psn != rcv_nxt: a duplicate is re-acked; a gap is reported with LOST
+ * (docs/protocol.md 5): once per gap and round (a frame of a newer round
+ * means the resend of rcv_nxt was lost too), and again whenever the sender
+ * asks for an answer (ACKREQ: our LOST may have been lost).
+ */
 static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	if (mbcf_seq_lt(f->psn, c->rcv_nxt)) {
@@ -266,9 +271,13 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 		return;
 	}
 	c->ctr.drop_out_of_seq++;
-	if (!c->lost_sent && !c->stop_sent) {
+	if (c->stop_sent)
+		return;
+	if (!c->lost_sent || f->epoch != c->lost_epoch ||
+	    (f->flags & MBCF_F_ACKREQ)) {
 		c->lost_sent = true;
-		mbcf_send_control(c, MBCF_OP_LOST, 0);
+		c->lost_epoch = f->epoch;
+		mbcf_send_control_lost(c, f->epoch);
 	}
 }
 
@@ -354,7 +363,7 @@ static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 		break;
 	case MBCF_OP_LOST:
 		c->ctr.lost_rx++;
-		mbcf_send_lost(c, f->ack_psn);
+		mbcf_send_lost(c, f->ack_psn, f->epoch);
 		break;
 	case MBCF_OP_STOP:
 		c->ctr.stop_rx++;

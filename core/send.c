@@ -249,9 +249,9 @@ static u8 send_ackreq(struct mbcf_conn *c, u32 bytes, u64 now)
 	if (c->cfg.uc)
 		return 0;	/* nothing is ever acknowledged */
 	if (!every)
-		every = c->cfg.window / 2 < MBCF_ACK_EVERY_MAX ?
-			c->cfg.window / 2 : MBCF_ACK_EVERY_MAX;
-	if (c->since_ackreq + 1 >= every || (u32)inflight >= c->cfg.window)
+		every = c->wnd / 2 < MBCF_ACK_EVERY_MAX ?
+			c->wnd / 2 : MBCF_ACK_EVERY_MAX;
+	if (c->since_ackreq + 1 >= every || (u32)inflight >= c->wnd)
 		return MBCF_F_ACKREQ;
 	/*
 	 * Paced: frames leave one by one, so "the end of a burst" never
@@ -363,6 +363,7 @@ static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 	f.src_qpn = c->cfg.local_qpn;
 	f.psn = mbcf_seq_add(m->first_psn, i);
 	f.ack_psn = c->rcv_nxt;
+	f.epoch = c->tx_epoch;
 	if (send_has_data(m->op)) {
 		send_fill_data(m, off, &f, &pl);
 		f.flags |= i == 0 ? MBCF_F_FIRST : 0;
@@ -488,7 +489,7 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now)
 
 	c->pace_wait = false;
 	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
-	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->cfg.window) {
+	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->wnd) {
 		if (!send_one(c, now))
 			break;
 		sent++;
@@ -587,6 +588,46 @@ void mbcf_send_complete(struct mbcf_conn *c)
 }
 
 /*
+ * docs/protocol.md 4.3: the window adapts to loss.  Go-back-N resends
+ * everything after a lost frame (the receiver keeps nothing out of order),
+ * so a loss costs about a window of frames: a window tuned to the link
+ * turns 1 % random loss into ~50 % retransmissions.  A loss halves it, once
+ * per episode (the frames in flight when it was cut); each window's worth
+ * of frames acknowledged after the episode grows it by one, up to
+ * cfg.window.  A timeout always halves it.
+ */
+static void send_wnd_cut(struct mbcf_conn *c, u32 psn, bool timeout)
+{
+	if (c->cfg.window_fixed)
+		return;
+	if (!timeout && c->wnd_cut_valid && mbcf_seq_lt(psn, c->wnd_cut_psn))
+		return;
+	c->wnd = c->wnd / 2 > MBCF_WINDOW_MIN ? c->wnd / 2 : MBCF_WINDOW_MIN;
+	c->wnd_acked = 0;
+	c->wnd_cut_psn = c->snd_max;
+	c->wnd_cut_valid = true;
+	c->ctr.window_cuts++;
+}
+
+/* n more frames acknowledged, up to ack_psn. */
+static void send_wnd_grow(struct mbcf_conn *c, u32 ack_psn, u32 n)
+{
+	if (c->wnd_cut_valid) {
+		if (mbcf_seq_lt(ack_psn, c->wnd_cut_psn))
+			return;		/* still recovering */
+		c->wnd_cut_valid = false;	/* count what came after it */
+		n = (u32)mbcf_seq_diff(ack_psn, c->wnd_cut_psn);
+	}
+	if (c->wnd >= c->cfg.window)
+		return;
+	c->wnd_acked += n;
+	while (c->wnd_acked >= c->wnd && c->wnd < c->cfg.window) {
+		c->wnd_acked -= c->wnd;
+		c->wnd++;
+	}
+}
+
+/*
  * Cumulative acknowledgement: every psn before ack_psn was accepted.  Stale
  * acks are ignored; an ack of a psn we never sent makes the frame invalid,
  * except while nothing is outstanding: between RTR and RTS the peer may
@@ -598,11 +639,10 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 		return true;
 	if (mbcf_seq_diff(ack_psn, c->snd_max) > 0)
 		return c->snd_una == c->snd_max;
+	send_wnd_grow(c, ack_psn, (u32)mbcf_seq_diff(ack_psn, c->snd_una));
 	c->snd_una = ack_psn;
 	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;
-	if (c->lost_valid && mbcf_seq_lt(c->lost_psn, ack_psn))
-		c->lost_valid = false;
 	c->retry_left = c->cfg.retry_cnt;
 	c->rnr_left = c->cfg.rnr_retry;
 	c->rto_cur = c->cfg.rto_ns;
@@ -642,12 +682,18 @@ void mbcf_send_alive(struct mbcf_conn *c, u64 now)
 }
 
 static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
-			       u32 ack_psn);
+			       u32 ack_psn, u16 epoch);
 
 /* A control frame: ACK (status = NAK when nonzero), LOST, STOP or GO. */
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
 {
-	send_control_flags(c, op, status, 0, c->rcv_nxt);
+	send_control_flags(c, op, status, 0, c->rcv_nxt, 0);
+}
+
+/* LOST(rcv_nxt), reporting the round of the frame that found the gap. */
+void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch)
+{
+	send_control_flags(c, MBCF_OP_LOST, 0, 0, c->rcv_nxt, epoch);
 }
 
 /*
@@ -658,11 +704,11 @@ void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
  */
 void mbcf_send_nak(struct mbcf_conn *c, u32 psn, u8 status)
 {
-	send_control_flags(c, MBCF_OP_ACK, status, 0, psn);
+	send_control_flags(c, MBCF_OP_ACK, status, 0, psn, 0);
 }
 
 static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
-			       u32 ack_psn)
+			       u32 ack_psn, u16 epoch)
 {
 	struct mbcf_frame f;
 	struct mbcf_payload pl;
@@ -678,6 +724,7 @@ static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
 	f.src_qpn = c->cfg.local_qpn;
 	f.psn = c->snd_max;
 	f.ack_psn = ack_psn;
+	f.epoch = epoch;
 	hl = mbcf_codec_build(&f, hdr);
 	c->tx_unflushed = true;
 	/* a control frame that cannot leave is as good as lost: recoverable */
@@ -699,23 +746,29 @@ static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
 		c->ctr.go_tx++;
 }
 
-/* Restart transmission at psn (go-back-N). */
+/* Restart transmission at psn (go-back-N): a new round. */
 static void send_goback(struct mbcf_conn *c, u32 psn)
 {
 	if (mbcf_seq_lt(psn, c->snd_una) || mbcf_seq_lt(c->snd_max, psn))
 		return;
 	c->snd_nxt = psn;
+	c->tx_epoch++;
 }
 
-/* LOST(psn): the peer saw a gap at psn; resend from there, once per gap. */
-void mbcf_send_lost(struct mbcf_conn *c, u32 psn)
+/*
+ * LOST(psn, epoch): a frame we sent in round `epoch` found the gap at psn
+ * (docs/protocol.md 4.5).  Acted on only if that frame left in the current
+ * round: then everything from psn was sent again before it (frames leave
+ * in order), so the resend of psn was lost too -- go back again now, not
+ * after a timeout.  A LOST from an earlier round is stale: the go-back
+ * since already resends psn.
+ */
+void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch)
 {
-	if (psn != c->snd_una || psn == c->snd_max || c->stopped)
+	if (psn != c->snd_una || psn == c->snd_max || c->stopped ||
+	    epoch != c->tx_epoch)
 		return;
-	if (c->lost_valid && c->lost_psn == psn)
-		return;
-	c->lost_valid = true;
-	c->lost_psn = psn;
+	send_wnd_cut(c, psn, false);
 	send_goback(c, psn);
 }
 
@@ -746,7 +799,6 @@ static void send_resume(struct mbcf_conn *c, u64 now)
 {
 	c->stopped = false;
 	c->rnr_at = 0;
-	c->lost_valid = false;
 	send_goback(c, c->snd_una);
 	c->rto_at = now + c->rto_cur;
 }
@@ -803,10 +855,10 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 	c->rto_at = now + c->rto_cur;
 	if (c->snd_una == c->snd_max) {
 		/* only a response is owed: is the peer still there? */
-		send_control_flags(c, MBCF_OP_ACK, 0, MBCF_F_ACKREQ, c->rcv_nxt);
+		send_control_flags(c, MBCF_OP_ACK, 0, MBCF_F_ACKREQ, c->rcv_nxt, 0);
 		return;
 	}
-	c->lost_valid = false;
+	send_wnd_cut(c, c->snd_una, true);
 	send_goback(c, c->snd_una);
 }
 

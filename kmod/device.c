@@ -142,6 +142,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	atomic64_set(&dev->qp_ids, 0);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	spin_lock_init(&dev->retired_lock);
+	spin_lock_init(&dev->linger_lock);
 	mbcf_mr_dev_init(dev);
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);

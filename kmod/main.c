@@ -20,6 +20,10 @@ unsigned int mbcf_window;
 module_param_named(window, mbcf_window, uint, 0644);
 MODULE_PARM_DESC(window, "Send-ahead window in frames for new connections (0 = from link speed)");
 
+bool mbcf_window_adapt = true;
+module_param_named(window_adapt, mbcf_window_adapt, bool, 0644);
+MODULE_PARM_DESC(window_adapt, "Adapt the send-ahead window to loss (default); N keeps it fixed, for comparison");
+
 unsigned int mbcf_ack_interval;
 module_param_named(ack_interval, mbcf_ack_interval, uint, 0644);
 MODULE_PARM_DESC(ack_interval, "Ask for an acknowledgement every N frames (0 = as the window needs)");

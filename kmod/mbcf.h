@@ -132,6 +132,9 @@ struct mbcf_dev {
 	struct mbcf_counters __percpu *rx_ctr;
 	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
 	spinlock_t retired_lock;
+	/* qp.c: destroyed QPs' last words (core/linger.c), under linger_lock */
+	struct mbcf_linger linger;
+	spinlock_t linger_lock;
 	/* mr.c: memory regions; xa index = key >> 8, RCU lookups */
 	struct xarray mr_xa;
 	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
@@ -352,6 +355,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 /* main.c: module parameters */
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
+extern bool mbcf_window_adapt;
 extern unsigned int mbcf_pace_slack_us;
 extern unsigned int mbcf_zerocopy;
 
@@ -466,6 +470,8 @@ void mbcf_net_stop(struct mbcf_dev *dev);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
 void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
+int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
+		      u32 hdr_len);
 void mbcf_net_zc_copied(struct mbcf_dev *dev);
 
 /* mr.c */

@@ -242,10 +242,10 @@ static struct sk_buff *mbcf_net_alloc_head(u32 len)
 }
 
 /* An skb holding the Ethernet and MBCF headers, with room for @room more. */
-static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
-				      u32 hdr_len, u32 room)
+static struct sk_buff *mbcf_net_alloc(struct mbcf_dev *dev, const u8 *dmac,
+				      const u8 *hdr, u32 hdr_len, u32 room)
 {
-	struct net_device *ndev = qp->dev->ndev;
+	struct net_device *ndev = dev->ndev;
 	struct sk_buff *skb;
 	struct ethhdr *eth;
 
@@ -256,8 +256,7 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
 	skb_reset_mac_header(skb);
 	eth = skb_put(skb, ETH_HLEN);
-	/* a connection's peer, or where the datagram being built goes */
-	ether_addr_copy(eth->h_dest, qp->ud ? qp->ud_dmac : qp->dmac);
+	ether_addr_copy(eth->h_dest, dmac);
 	ether_addr_copy(eth->h_source, ndev->dev_addr);
 	eth->h_proto = htons(MBCF_ETHERTYPE);
 	skb_set_network_header(skb, ETH_HLEN);
@@ -266,6 +265,12 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_qp *qp, const u8 *hdr,
 	skb->protocol = htons(MBCF_ETHERTYPE);
 	skb->priority = TC_PRIO_INTERACTIVE_BULK;
 	return skb;
+}
+
+/* A connection's peer, or where the datagram being built goes. */
+static const u8 *mbcf_net_dmac(const struct mbcf_qp *qp)
+{
+	return qp->ud ? qp->ud_dmac : qp->dmac;
 }
 
 /*
@@ -282,7 +287,7 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 
 	if (plen >= MBCF_NET_ZC_MIN && mbcf_net_zc_ok(qp->dev) &&
 	    mbcf_wr_payload_in_pages(qp, pl)) {
-		skb = mbcf_net_alloc(qp, hdr, hdr_len, 0);
+		skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, 0);
 		if (!skb)
 			return -ENOMEM;
 		if (!mbcf_net_attach(qp, pl, skb))
@@ -290,7 +295,7 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		/* Too many pieces, or an access error the copy reports. */
 		kfree_skb(skb);
 	}
-	skb = mbcf_net_alloc(qp, hdr, hdr_len, plen);
+	skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, plen);
 	if (!skb)
 		return -ENOMEM;
 	if (plen && unlikely(mbcf_wr_payload_copy(qp, pl, skb_put(skb, plen)))) {
@@ -300,6 +305,17 @@ int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 queue:
 	__skb_queue_tail(&qp->txq, skb);
 	return 0;
+}
+
+/* To the netdev, or straight back in if it is addressed to this device. */
+static void mbcf_net_out(struct net_device *ndev, struct sk_buff *skb)
+{
+	if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
+		skb->protocol = eth_type_trans(skb, ndev);
+		netif_rx(skb);
+	} else {
+		dev_queue_xmit(skb);
+	}
 }
 
 /*
@@ -319,11 +335,24 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 			kfree_skb(skb);
 			continue;
 		}
-		if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
-			skb->protocol = eth_type_trans(skb, ndev);
-			netif_rx(skb);
-		} else {
-			dev_queue_xmit(skb);
-		}
+		mbcf_net_out(ndev, skb);
 	}
+}
+
+/*
+ * One header-only frame sent for no QP (a destroyed QP's last ACK, qp.c):
+ * to @dmac at once.  0, or -ENOMEM / -ENETDOWN (not sent: like a lost one).
+ */
+int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
+		      u32 hdr_len)
+{
+	struct sk_buff *skb;
+
+	if (unlikely(!netif_running(dev->ndev)))
+		return -ENETDOWN;
+	skb = mbcf_net_alloc(dev, dmac, hdr, hdr_len, 0);
+	if (!skb)
+		return -ENOMEM;
+	mbcf_net_out(dev->ndev, skb);
+	return 0;
 }

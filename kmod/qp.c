@@ -221,6 +221,26 @@ void mbcf_qp_paced(struct mbcf_qp *qp)
 }
 
 /*
+ * A frame for a QP this device does not have: if it was destroyed a moment
+ * ago and this is its peer's resend asking for the ACK that was lost, give
+ * that ACK (core/linger.c).  The frame's verdict stays drop_wrong_qp.
+ */
+static void mbcf_qp_rx_closed(struct mbcf_dev *dev, const struct mbcf_frame *f,
+			      const u8 *src_mac)
+{
+	u8 hdr[MBCF_HDR_MAX];
+	u32 n;
+
+	if (!mbcf_wire_op_sequenced(f->op) || !(f->flags & MBCF_F_ACKREQ))
+		return;		/* the common case: no lock */
+	spin_lock_bh(&dev->linger_lock);
+	n = mbcf_linger_answer(&dev->linger, f, src_mac, mbcf_proto_now(), hdr);
+	spin_unlock_bh(&dev->linger_lock);
+	if (n && !mbcf_net_send_ctl(dev, src_mac, hdr, n))
+		this_cpu_inc(dev->rx_ctr->closed_acks);
+}
+
+/*
  * A parsed frame from the wire (NET_RX softirq).  It must name a QP of
  * this device that is past INIT and connected to the frame's sender.
  */
@@ -239,6 +259,7 @@ void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 	rcu_read_unlock();
 	if (unlikely(!ref)) {
 		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
+		mbcf_qp_rx_closed(dev, f, src_mac);
 		return;
 	}
 	qp = ref->qp;
@@ -605,6 +626,12 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 		mbcf_srq_detach(qp->srq, qp);
 	spin_lock_bh(&qp->lock);
 	qp->dying = true;
+	if (!qp->ud) {		/* its last words, before the flush resets it */
+		spin_lock(&dev->linger_lock);
+		mbcf_linger_add(&dev->linger, &qp->conn, qp->dmac,
+				mbcf_proto_now());
+		spin_unlock(&dev->linger_lock);
+	}
 	if (qp->conn.state != MBCF_CONN_RESET)
 		mbcf_conn_flush(&qp->conn);
 	mbcf_qp_unlock(qp, true);	/* sends the ACK the flush may owe */
@@ -721,6 +748,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->rq_psn = a->rq_psn;
 	cfg->mtu = READ_ONCE(qp->dev->ndev->mtu);
 	cfg->window = mbcf_window;
+	cfg->window_fixed = !READ_ONCE(mbcf_window_adapt);
 	cfg->link_mbps = qp->dev->link_mbps;
 	cfg->ack_interval = mbcf_ack_interval;
 	cfg->retry_cnt = a->retry_cnt;

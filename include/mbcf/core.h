@@ -190,6 +190,7 @@ struct mbcf_conn_cfg {
 	u32 rq_psn;			/* first psn we expect */
 	u32 mtu;			/* bytes after the Ethernet header (>= 512) */
 	u32 window;			/* send-ahead frames; 0 = from link speed */
+	bool window_fixed;		/* never adapt it to loss (4.3) */
 	u32 link_mbps;			/* for window == 0; 0 = 1000 */
 	u32 ack_interval;		/* N: ask for an ACK every N frames; 0 = as
 					 * the window needs (half window, at most
@@ -264,10 +265,17 @@ struct mbcf_conn {
 	u32 snd_una;		/* oldest unacknowledged psn */
 	u32 snd_nxt;		/* next psn to (re)transmit */
 	u32 snd_max;		/* next never-sent psn */
+	u32 wnd;		/* send-ahead window now, frames: cfg.window
+				 * is its ceiling; halved by a loss, regrown
+				 * by one per window acknowledged (4.3) */
+	u32 wnd_acked;		/* frames acknowledged toward the next +1 */
+	u32 wnd_cut_psn;	/* snd_max at the last cut: a loss before it
+				 * is the same episode and cuts no further */
+	bool wnd_cut_valid;
 	u32 since_ackreq;	/* frames since the last ACKREQ flag */
 	u32 rd_out;		/* started reads/atomics not yet completed */
-	u32 lost_psn;		/* LOST(k) already acted on */
-	bool lost_valid;
+	u16 tx_epoch;		/* go-back round: +1 at every go-back, on
+				 * every sequenced frame sent (4.5) */
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
@@ -287,6 +295,7 @@ struct mbcf_conn {
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */
 	bool lost_sent;		/* LOST(rcv_nxt) sent for the current gap */
+	u16 lost_epoch;		/* ... for a frame of this round */
 	bool stop_sent;		/* STOP(rcv_nxt) sent; GO due on recv_posted */
 	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
@@ -341,6 +350,8 @@ struct mbcf_iov {
 struct mbcf_frame {
 	u8 op, flags, status;
 	u32 dst_qpn, src_qpn, psn, ack_psn;
+	u16 epoch;		/* sequenced: the sender's go-back round when
+				 * this copy left; LOST: its trigger's */
 	u32 hdr_len, paylen;
 	u64 va;
 	u32 rkey;
@@ -488,6 +499,43 @@ void mbcf_conn_set_pace_slack(struct mbcf_conn *c, u64 slack_ns);
 /* Does the connection want a kick (mbcf_conn_kick) at *due for its clock?
  * True when the last send stopped because the next frame was not due yet. */
 bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due);
+
+/*
+ * A connection's last words (docs/protocol.md 8.4): for a while after a QP
+ * is destroyed, a resend from its peer of a frame it had accepted, asking
+ * for an answer, is answered with the ACK that was lost.  IB has no
+ * closing handshake: without this the peer of a program that exits right
+ * after its last receive fails with RETRY_EXC_ERR whenever that final ACK
+ * is lost.  A small table per device; the oldest entry makes room.
+ */
+#define MBCF_LINGER_N		64
+#define MBCF_LINGER_NS		2000000000ull	/* 2 s */
+
+struct mbcf_linger_ent {
+	u64 until;		/* ns; 0 = free */
+	u32 qpn, remote_qpn;
+	u32 rcv_nxt;		/* what the ACK acknowledges */
+	u32 snd_max;		/* its psn field (informational) */
+	u8 peer[6];		/* the environment's peer address */
+};
+
+struct mbcf_linger {
+	struct mbcf_linger_ent e[MBCF_LINGER_N];
+	u32 next;		/* the slot the next entry takes */
+};
+
+/* A connected QP is going away: remember what it would answer. */
+void mbcf_linger_add(struct mbcf_linger *l, const struct mbcf_conn *c,
+		     const u8 *peer, u64 now);
+/* A QP number is in use again: its old entry must not answer for it. */
+void mbcf_linger_forget(struct mbcf_linger *l, u32 qpn);
+/*
+ * A frame for a QP this device does not have, from peer: if an entry says
+ * the frame is a resend of one it accepted, asking for an answer, build
+ * the ACK into hdr (>= MBCF_HDR_MAX bytes) and return its length; else 0.
+ */
+u32 mbcf_linger_answer(struct mbcf_linger *l, const struct mbcf_frame *f,
+		       const u8 *peer, u64 now, u8 *hdr);
 
 /* Send-ahead window in frames for a link speed (Mbit/s) and MTU. */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);

@@ -31,9 +31,11 @@
 	X(rx_bytes,		"rx_payload_bytes")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
+	X(window_cuts,		"window_cuts")				\
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
 	X(acks_tx,		"ack_tx")				\
+	X(closed_acks,		"closed_qp_ack_tx")			\
 	X(acks_rx,		"ack_rx")				\
 	X(acks_req,		"ack_requests_tx")			\
 	X(naks_tx,		"nak_tx")				\

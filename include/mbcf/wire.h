@@ -83,7 +83,7 @@
 #define MBCF_OFF_PSN		12
 #define MBCF_OFF_ACK_PSN	16
 #define MBCF_OFF_PAYLEN		20
-#define MBCF_OFF_RSVD		22
+#define MBCF_OFF_EPOCH		22	/* sequenced frames and LOST (4.5) */
 
 /* Extension header offsets (see the table above). */
 #define MBCF_OFF_VA		24

@@ -302,7 +302,9 @@ TEST(Codec, RejectsMalformedFields)
 		{"src_qpn top byte", MBCF_OP_WRITE, 8, 1},
 		{"psn top byte", MBCF_OP_WRITE, 12, 1},
 		{"ack_psn top byte", MBCF_OP_ACK, 16, 0x80},
-		{"reserved", MBCF_OP_GO, 23, 1},
+		{"epoch on GO", MBCF_OP_GO, 23, 1},
+		{"epoch on ACK", MBCF_OP_ACK, 22, 0x80},
+		{"epoch on STOP", MBCF_OP_STOP, 23, 1},
 		{"unknown flag", MBCF_OP_WRITE, 2, 0x80},
 		{"FIRST on READ_REQ", MBCF_OP_READ_REQ, 2, MBCF_F_FIRST},
 		{"SOLICITED on READ_RESP", MBCF_OP_READ_RESP, 2, MBCF_F_SOLICITED},
@@ -327,6 +329,24 @@ TEST(Codec, RejectsMalformedFields)
 		mbcf_counters ctr{};
 		EXPECT_EQ(parse_bytes(b, &ctr), MBCF_PARSE_MALFORMED) << c.what;
 		EXPECT_EQ(ctr.drop_malformed, 1u) << c.what;
+	}
+}
+
+// The go-back round (docs/protocol.md 4.5): every sequenced frame and LOST
+// carry it, big-endian at offset 22, and it round-trips.
+TEST(Codec, EpochOnSequencedFramesAndLost)
+{
+	for (uint8_t op : {MBCF_OP_WRITE, MBCF_OP_READ_REQ, MBCF_OP_READ_RESP,
+			   MBCF_OP_ATOMIC_RESP, MBCF_OP_SEND, MBCF_OP_LOST}) {
+		mbcf_frame f = sample(op);
+		f.epoch = 0xbeef;
+		auto b = encode(f);
+		EXPECT_EQ(b[MBCF_OFF_EPOCH], 0xbe) << (int)op;
+		EXPECT_EQ(b[MBCF_OFF_EPOCH + 1], 0xef) << (int)op;
+		mbcf_frame g;
+		ASSERT_EQ(mbcf_codec_parse(b.data(), (uint32_t)b.size(), &g, nullptr),
+			  MBCF_PARSE_OK) << (int)op;
+		EXPECT_EQ(g.epoch, 0xbeefu) << (int)op;
 	}
 }
 

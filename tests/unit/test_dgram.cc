@@ -157,6 +157,14 @@ TEST_F(Dgram, BufferGoneIsALocalProtectionError)
 	ASSERT_EQ(a.cqes.size(), 1u);
 	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
 	EXPECT_EQ(da.ctr.tx_frames, 0u);
+	EXPECT_EQ(da.ctr.tx_bytes, 0u);		// nothing left
+	a.busy = 1;				// busy loses it: not sent either
+	EXPECT_EQ(send(2, MBCF_OP_SEND, 600), MBCF_WC_SUCCESS);
+	EXPECT_EQ(da.ctr.tx_busy, 1u);
+	EXPECT_EQ(da.ctr.tx_bytes, 0u);
+	EXPECT_EQ(send(3, MBCF_OP_SEND, 600), MBCF_WC_SUCCESS);
+	EXPECT_EQ(da.ctr.tx_frames, 1u);
+	EXPECT_EQ(da.ctr.tx_bytes, 600u);
 }
 
 // What the receiver cannot take is lost, counted once, and never touches

@@ -240,6 +240,19 @@ check with_timeout 600 "dereg of half-done 64 MiB operations" "$prog" "${seed_op
 live_kill
 after "the dereg race"
 
+# ---- 2b. a destroyed QP's last words ------------------------------------------------
+# IB has no closing handshake: B accepted A's write, B's ACK was lost
+# (tc drops them), B's QP is destroyed.  A's resend must get the ACK from
+# B's last words (docs/protocol.md 8.4), counted in closed_qp_ack_tx.
+vm_phase "2b. an ACK lost, then its QP destroyed: the resend is answered (lastwords)"
+closed_acks() { rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "closed_qp_ack_tx") print $(i + 1) }'; }
+c0=$(closed_acks)
+check with_timeout 120 "lastwords" "$prog" "${seed_opt[@]}" lastwords 3
+c1=$(closed_acks)
+check assert_match '^[0-9]+$' "${c0:-}" "closed_qp_ack_tx readable"
+check assert_eq 1 "$([ "$((${c1:-0} - ${c0:-0}))" -ge 3 ] && echo 1)" "closed_qp_ack_tx grew by at least 3 (one per round): ${c0:-?} -> ${c1:-?}"
+after "the last words"
+
 # ---- 3-5. device removal under a holder ------------------------------------------------
 # removal NAME EXPECT... -- CMD...: a holder with traffic on both devices
 # and a perftest pair whose client uses mbcf0; CMD removes devices while

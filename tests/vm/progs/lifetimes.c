@@ -3,7 +3,7 @@
  * Object lifetimes under fire, with exact checks (tests/vm/lifetimes.sh).
  *
  *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] destroy ROUNDS
- *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] dereg|deregbig ROUNDS
+ *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] dereg|deregbig|lastwords ROUNDS
  *   mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] holder PAIRS
  *                  [-E DEV=EVENT,EVENT...]... [-I EVENT]... [-w SECONDS]
  *
@@ -38,6 +38,11 @@
  *   read's source (the read must fail with REM_ACCESS_ERR: the responder
  *   NAKs it); no byte written into the memory
  *   after dereg returned may reach the peer or land.
+ * lastwords: B accepts A's write but every ACK of B is dropped (a tc
+ *   filter on veth1); B's QP is destroyed, the filter removed: A's next
+ *   resend must be answered from B's last words (docs/protocol.md 8.4) and
+ *   the write complete with SUCCESS, not RETRY_EXC_ERR.  The write must
+ *   still be unacknowledged when B goes (the filter did drop the ACKs).
  * holder: PAIRS pairs stream until the devices named by -E die under us
  *   (rdma link delete, netdev removal, rmmod: the script does that, after
  *   sending SIGUSR1 -- from then on a QP's first error may be RETRY_EXC_ERR,
@@ -955,6 +960,72 @@ static int run_deregbig(int rounds)
 	return vp_fails - f0;
 }
 
+/* ---- lastwords: an ACK lost, then its QP destroyed ------------------------------ */
+
+/* B's ACKs leave through veth1 (in ns1): drop every MBCF ACK (opcode 0x10,
+ * the byte after the version; u32 counts from the network header). */
+#define ACK_DROP_ON	"ip netns exec ns1 tc qdisc add dev veth1 root handle 1: prio && " \
+			"ip netns exec ns1 tc filter add dev veth1 parent 1: protocol all " \
+			"u32 match u8 0x10 0xff at 1 action drop"
+#define ACK_DROP_OFF	"ip netns exec ns1 tc qdisc del dev veth1 root"
+
+/* 16.8 ms doubling, 7 retries: ~2.1 s in all, the resends after the
+ * destroy well inside the 2 s the last words are kept */
+static const struct vp_conn_opts lastwords_opts = {
+	.timeout = 12, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 12,
+};
+
+static int run_lastwords(int rounds)
+{
+	struct vp_dev da, db;
+	struct vp_buf src, dst;
+	struct pair p;
+	uint64_t id;
+	int r, st, f0 = vp_fails;
+	double t0;
+
+	if (vp_dev_open(&da, dev_a) || vp_dev_open(&db, dev_b))
+		vp_die("open %s / %s", dev_a, dev_b);
+	vp_buf_alloc(&src, SIZE);
+	vp_buf_alloc(&dst, SIZE);
+	if (vp_buf_reg(&src, &da, VP_ACCESS_ALL) || vp_buf_reg(&dst, &db, VP_ACCESS_ALL))
+		vp_die("ibv_reg_mr: %s", strerror(errno));
+	for (r = 0; r < rounds; r++) {
+		pair_connect(&p, &da, &db, &lastwords_opts);
+		memset(dst.p, 0, 64);
+		vp_fill_pat(src.p, 64, 0x700 + r, 0);
+		if (system(ACK_DROP_ON))
+			vp_die("tc: %s", ACK_DROP_ON);
+		if (vp_post_rdma(&p.a, IBV_WR_RDMA_WRITE, src.p, 64, src.mr->lkey,
+				 (uintptr_t)dst.p, dst.mr->rkey, 1))
+			vp_die("post");
+		t0 = vp_now();
+		while (vp_diff_pat(dst.p, 64, 0x700 + r, 0) >= 0 && vp_now() < t0 + 5)
+			vp_sleep_us(100);
+		vp_check(vp_diff_pat(dst.p, 64, 0x700 + r, 0) < 0,
+			 "lastwords %d: the write never landed at B", r);
+		vp_sleep_us(100000);	/* a few of A's resends, their ACKs dropped */
+		st = next_wc(p.a.cq, 0, &id);
+		vp_check(st < 0, "lastwords %d: the write completed (%s) while every ACK "
+			 "was dropped: the filter did not work", r, st_str(st));
+		qp_destroy(&p.b, "B");
+		if (system(ACK_DROP_OFF))
+			vp_die("tc: %s", ACK_DROP_OFF);
+		st = next_wc(p.a.cq, 10 * vp_time_scale(), &id);
+		printf("lastwords %d: A's write, its ACK lost and B destroyed: %s %.0f ms after "
+		       "the post\n", r, st_str(st), (vp_now() - t0) * 1e3);
+		vp_check(st == IBV_WC_SUCCESS, "lastwords %d: A's write completed with %s, "
+			 "expected SUCCESS (B's last words)", r, st_str(st));
+		qp_destroy(&p.a, "A");
+		cq_destroy(&p.a, "A");
+		cq_destroy(&p.b, "B");
+	}
+	vp_check(!vp_buf_free(&src) && !vp_buf_free(&dst), "ibv_dereg_mr");
+	vp_check(!vp_dev_close(&da) && !vp_dev_close(&db), "close the devices");
+	printf("%s lastwords: %d rounds\n", vp_fails == f0 ? "PASS" : "FAIL", rounds);
+	return vp_fails - f0;
+}
+
 /* ---- holder ------------------------------------------------------------------ */
 
 #define MAX_EVENTS	8
@@ -1368,7 +1439,7 @@ static int run_holder(int npairs)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] destroy|dereg|deregbig ROUNDS\n"
+		"usage: mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] destroy|dereg|deregbig|lastwords ROUNDS\n"
 		"       mbcf_lifetimes [-a DEV] [-b DEV] [-s SEED] [-f RATE] [-w SEC]\n"
 		"                      [-E DEV=EVENT,...]... [-I EVENT]... holder PAIRS\n");
 	exit(2);
@@ -1416,6 +1487,8 @@ int main(int argc, char **argv)
 		fails = run_deregbig(n);
 	else if (!strcmp(argv[optind], "holder"))
 		fails = run_holder(n);
+	else if (!strcmp(argv[optind], "lastwords"))
+		fails = run_lastwords(n);
 	else
 		usage();
 	if (flood_rate) {

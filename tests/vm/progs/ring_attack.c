@@ -695,26 +695,9 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	return 0;
 }
 
-static const char *qps_str(enum ibv_qp_state st)
-{
-	static const char *n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE",
-				   "ERR", "UNKNOWN" };
-
-	return st <= IBV_QPS_UNKNOWN ? n[st] : "?";
-}
-
 static void expect_state(struct side *s, enum ibv_qp_state want, const char *what)
 {
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia)) {
-		vc_fail("%s: ibv_query_qp(%s): %s", what, s->name, strerror(errno));
-		return;
-	}
-	if (a.qp_state != want)
-		vc_fail("%s: %s is %s, expected %s", what, s->name,
-		     qps_str(a.qp_state), qps_str(want));
+	vc_expect_qp_state(s->qp, s->name, want, what);
 }
 
 /* ---- the rings, written directly (the attack surface) --------------------------- */

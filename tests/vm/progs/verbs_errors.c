@@ -203,85 +203,21 @@ static void pair_down(void)
 
 /* ---- memory ------------------------------------------------------------------ */
 
-struct buf {
-	uint8_t *p;
-	size_t len;
-	struct ibv_mr *mr;
-};
-
-/* len bytes at page offset `off` of a fresh mapping, registered if access >= 0. */
-static struct buf buf_new(struct side *s, size_t len, size_t off, int access)
+/* len bytes at page offset `off`, guarded, registered if access >= 0 */
+static struct vp_gbuf buf_new(struct side *s, size_t len, size_t off, int access)
 {
-	struct buf b = { 0 };
-	size_t maplen = (off + len + 2 * PAGE + PAGE - 1) & ~(size_t)(PAGE - 1);
-	uint8_t *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		vp_die_errno("mmap");
-	memset(m, 0xee, maplen);	/* guard bytes everywhere */
-	b.p = m + PAGE + off;
-	b.len = len;
-	if (access >= 0) {
-		b.mr = ibv_reg_mr(s->pd, b.p, len, access);
-		if (!b.mr)
-			vp_die_errno("ibv_reg_mr");
-	}
-	return b;
+	return vp_gbuf_new(s->pd, len, off, access);
 }
 
-static void buf_free(struct buf *b)
-{
-	uint8_t *m = (uint8_t *)((uintptr_t)(b->p - PAGE) & ~(uintptr_t)(PAGE - 1));
-	size_t off = (size_t)(b->p - PAGE - m);
-	size_t maplen = (off + b->len + 2 * PAGE + PAGE - 1) & ~(size_t)(PAGE - 1);
-
-	if (b->mr && ibv_dereg_mr(b->mr))
-		vp_die_errno("ibv_dereg_mr");
-	munmap(m, maplen);
-	b->p = NULL;
-}
-
-static void fill(uint8_t *p, size_t len, uint8_t tag)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(tag + i * 7 + (i >> 8));
-}
-
-/* First index where p differs from the pattern fill(tag), or -1. */
+/* First index where p differs from the pattern vp_fill_tag8(tag), or -1. */
 static long diff_fill(const uint8_t *p, size_t len, uint8_t tag)
 {
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		if (p[i] != (uint8_t)(tag + i * 7 + (i >> 8)))
+		if (p[i] != vp_tag8(i, tag))
 			return (long)i;
 	return -1;
-}
-
-static long diff_byte(const uint8_t *p, size_t len, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != v)
-			return (long)i;
-	return -1;
-}
-
-/* Guard bytes (0xee) in the `n` bytes either side of b. */
-static void check_guards(const struct buf *b, size_t n, const char *what)
-{
-	long i = diff_byte(b->p - n, n, 0xee), j = diff_byte(b->p + b->len, n, 0xee);
-
-	if (i >= 0)
-		vc_fail("%s: guard byte at start-%ld changed to %#x", what,
-		     (long)n - i, b->p[i - (long)n]);
-	if (j >= 0)
-		vc_fail("%s: guard byte at end+%ld changed to %#x", what, j,
-		     b->p[b->len + j]);
 }
 
 /* ---- posting and polling ----------------------------------------------------- */
@@ -328,15 +264,6 @@ static int post_recv(struct side *s, struct ibv_sge *sg, int nsge, uint64_t wr_i
 	if (ret)
 		vc_fail("ibv_post_recv on %s: %s", s->name, strerror(ret));
 	return ret;
-}
-
-static struct ibv_sge sge_of(const struct buf *b, size_t off, uint32_t len)
-{
-	struct ibv_sge sg = {
-		.addr = (uintptr_t)(b->p + off), .length = len,
-		.lkey = b->mr ? b->mr->lkey : 0,
-	};
-	return sg;
 }
 
 /* One completion from s's CQ within timeout_s; 1 if got, 0 if none. */
@@ -405,35 +332,18 @@ static int expect_wc(struct side *s, uint64_t wr_id, enum ibv_wc_status status,
 	return 0;
 }
 
-static const char *qps_str(enum ibv_qp_state st)
-{
-	static const char *n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE",
-				   "ERR", "UNKNOWN" };
-
-	return st <= IBV_QPS_UNKNOWN ? n[st] : "?";
-}
-
 static void expect_state(struct side *s, enum ibv_qp_state want, const char *what)
 {
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia)) {
-		vc_fail("%s: ibv_query_qp: %s", what, strerror(errno));
-		return;
-	}
-	if (a.qp_state != want)
-		vc_fail("%s: %s QP state %s, expected %s", what, s->name,
-		     qps_str(a.qp_state), qps_str(want));
+	vc_expect_qp_state(s->qp, s->name, want, what);
 }
 
 /*
  * After an error completion on the requester: it is in ERR, and a WR
  * posted now completes with WR_FLUSH_ERR.
  */
-static void expect_flushed_after(struct side *s, struct buf *lb)
+static void expect_flushed_after(struct side *s, struct vp_gbuf *lb)
 {
-	struct ibv_sge sg = sge_of(lb, 0, 8);
+	struct ibv_sge sg = vp_gbuf_sge(lb, 0, 8);
 
 	expect_state(s, IBV_QPS_ERR, "requester after the error");
 	if (!post(s, IBV_WR_SEND, &sg, 1, 0, 0, 900, 0))
@@ -463,7 +373,7 @@ static void remote_case(enum rcase rc)
 	size_t tlen = 4096, llen = 16;
 	uint64_t raddr;
 	uint32_t rkey;
-	struct buf t, l, r;
+	struct vp_gbuf t, l, r;
 	struct ibv_sge sg, sg2, rsg;
 	struct ibv_send_wr wr[2];
 	struct ibv_wc wc;
@@ -503,8 +413,8 @@ static void remote_case(enum rcase rc)
 	t = buf_new(&B, tlen, 64, taccess);
 	l = buf_new(&A, llen, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 64, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(t.p, tlen, 0x11);
-	fill(l.p, llen, 0x55);
+	vp_fill_tag8(t.p, tlen, 0x11);
+	vp_fill_tag8(l.p, llen, 0x55);
 	raddr = (uintptr_t)t.p;
 	rkey = t.mr->rkey;
 	switch (rc) {
@@ -528,10 +438,10 @@ static void remote_case(enum rcase rc)
 		break;
 	}
 
-	rsg = sge_of(&r, 0, 64);
+	rsg = vp_gbuf_sge(&r, 0, 64);
 	post_recv(&B, &rsg, 1, 500);
 
-	sg = sge_of(&l, 0, (uint32_t)llen);
+	sg = vp_gbuf_sge(&l, 0, (uint32_t)llen);
 	memset(wr, 0, sizeof(wr));
 	wr[0].wr_id = 1;
 	wr[0].sg_list = &sg;
@@ -551,7 +461,7 @@ static void remote_case(enum rcase rc)
 	}
 	wr[0].next = &wr[1];
 	/* A good write to the start of the region, queued behind: flushed. */
-	sg2 = sge_of(&l, 0, 8);
+	sg2 = vp_gbuf_sge(&l, 0, 8);
 	wr[1].wr_id = 2;
 	wr[1].sg_list = &sg2;
 	wr[1].num_sge = 1;
@@ -586,12 +496,12 @@ static void remote_case(enum rcase rc)
 			vc_fail("target byte %ld below the write changed (%#x)",
 			     i, t.p[i]);
 	}
-	check_guards(&t, 64, "target MR");
+	vp_gbuf_check_guards(&t, 64, "target MR");
 	if (op == IBV_WR_RDMA_READ && diff_fill(l.p, llen, 0x55) >= 0)
 		vc_fail("local read buffer changed by a failed read");
-	buf_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -609,7 +519,7 @@ static void c_atomic_no_remote_atomic(void) { remote_case(R_ATOMIC_NO_RATOMIC); 
 
 static void lkey_case(int good_first)
 {
-	struct buf t, l;
+	struct vp_gbuf t, l;
 	struct ibv_sge sg[3];
 	struct ibv_send_wr wr[3];
 	int i, n = good_first ? 3 : 2, bad = good_first ? 1 : 0;
@@ -618,12 +528,12 @@ static void lkey_case(int good_first)
 	pair_up(&default_opts);
 	t = buf_new(&B, 4096, 0, default_opts.access);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(t.p, 4096, 0x11);
-	fill(l.p, 4096, 0x77);
+	vp_fill_tag8(t.p, 4096, 0x11);
+	vp_fill_tag8(l.p, 4096, 0x77);
 	memset(wr, 0, sizeof(wr));
 	for (i = 0; i < n; i++) {
 		/* WR i writes 64 bytes at target offset i * 1024. */
-		sg[i] = sge_of(&l, (size_t)i * 1024, 64);
+		sg[i] = vp_gbuf_sge(&l, (size_t)i * 1024, 64);
 		wr[i].wr_id = (uint64_t)i + 1;
 		wr[i].sg_list = &sg[i];
 		wr[i].num_sge = 1;
@@ -666,23 +576,23 @@ static void lkey_case(int good_first)
 	/* A local error is not the responder's: it stays connected. */
 	expect_state(&B, IBV_QPS_RTS, "responder after a local error");
 out:
-	buf_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
 /* RDMA_READ into a local MR without LOCAL_WRITE: LOC_PROT_ERR, nothing read. */
 static void c_read_into_readonly(void)
 {
-	struct buf t, l;
+	struct vp_gbuf t, l;
 	struct ibv_sge sg;
 
 	pair_up(&default_opts);
 	t = buf_new(&B, 4096, 0, default_opts.access);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_REMOTE_READ);	/* no LOCAL_WRITE */
-	fill(t.p, 4096, 0x13);
+	vp_fill_tag8(t.p, 4096, 0x13);
 	memset(l.p, 0, 4096);
-	sg = sge_of(&l, 0, 4096);
+	sg = vp_gbuf_sge(&l, 0, 4096);
 	if (!post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 1, 0) &&
 	    !post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 2, 0)) {
 		expect_wc(&A, 1, IBV_WC_LOC_PROT_ERR, -1, 10, NULL,
@@ -690,10 +600,10 @@ static void c_read_into_readonly(void)
 		expect_wc(&A, 2, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL, "read queued behind");
 		expect_state(&A, IBV_QPS_ERR, "requester after the error");
 	}
-	if (diff_byte(l.p, 4096, 0) >= 0)
+	if (vp_diff_byte(l.p, 4096, 0) >= 0)
 		vc_fail("the read-only local MR was written");
-	buf_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
@@ -706,7 +616,7 @@ static void c_bad_lkey_after_good_2posts(void) { lkey_case(2); }
 static void c_rnr_zero(void)
 {
 	struct conn_opts o = default_opts;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg;
 	double t0;
 	struct ibv_wc wc;
@@ -715,8 +625,8 @@ static void c_rnr_zero(void)
 	pair_up(&o);
 	l = buf_new(&A, 64, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 64, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, 64, 0x21);
-	sg = sge_of(&l, 0, 64);
+	vp_fill_tag8(l.p, 64, 0x21);
+	sg = vp_gbuf_sge(&l, 0, 64);
 	t0 = vp_now();
 	if (!post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 1, 0) &&
 	    !post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 2, 0)) {
@@ -730,15 +640,15 @@ static void c_rnr_zero(void)
 	/* RNR is not an error of the responder. */
 	expect_state(&B, IBV_QPS_RTS, "responder after RNR");
 	expect_no_wc(&B, 0.05, "responder");
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
 static void c_rnr_infinite(void)
 {
 	struct conn_opts o = default_opts;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct ibv_wc wc;
 
@@ -747,14 +657,14 @@ static void c_rnr_infinite(void)
 	pair_up(&o);
 	l = buf_new(&A, 3000, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, 3000, 0x31);
+	vp_fill_tag8(l.p, 3000, 0x31);
 	memset(r.p, 0, 4096);
-	sg = sge_of(&l, 0, 3000);
+	sg = vp_gbuf_sge(&l, 0, 3000);
 	if (!post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 1, 0)) {
 		/* Waits for a receive as long as it takes (7 = infinite). */
 		expect_no_wc(&A, 0.5, "send while no receive is posted");
 		expect_state(&A, IBV_QPS_RTS, "requester while RNR");
-		rsg = sge_of(&r, 0, 4096);
+		rsg = vp_gbuf_sge(&r, 0, 4096);
 		post_recv(&B, &rsg, 1, 77);
 		expect_wc(&A, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
 			  "send after the receive was posted");
@@ -764,13 +674,13 @@ static void c_rnr_infinite(void)
 				vc_fail("byte_len %u, expected 3000", wc.byte_len);
 			if (memcmp(r.p, l.p, 3000))
 				vc_fail("received bytes differ");
-			if (diff_byte(r.p + 3000, 4096 - 3000, 0) >= 0)
+			if (vp_diff_byte(r.p + 3000, 4096 - 3000, 0) >= 0)
 				vc_fail("bytes beyond byte_len written");
 		}
 	}
 	expect_state(&A, IBV_QPS_RTS, "requester after");
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -778,19 +688,19 @@ static void c_rnr_infinite(void)
 
 static void c_recv_too_small(void)
 {
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct ibv_wc wc;
 
 	pair_up(&default_opts);
 	l = buf_new(&A, 64, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 32, 64, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, 64, 0x41);
+	vp_fill_tag8(l.p, 64, 0x41);
 	memset(r.p, 0, 32);
-	rsg = sge_of(&r, 0, 32);
+	rsg = vp_gbuf_sge(&r, 0, 32);
 	post_recv(&B, &rsg, 1, 70);
 	post_recv(&B, &rsg, 1, 71);
-	sg = sge_of(&l, 0, 64);
+	sg = vp_gbuf_sge(&l, 0, 64);
 	if (!post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 1, 0) &&
 	    !post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 2, 0)) {
 		/* IB: the responder NAKs with Invalid Request. */
@@ -804,9 +714,9 @@ static void c_recv_too_small(void)
 		vc_note("receiver %s", ibv_wc_status_str(wc.status));
 	expect_wc(&B, 71, IBV_WC_WR_FLUSH_ERR, -1, 5, NULL, "second receive");
 	expect_state(&B, IBV_QPS_ERR, "receiver after LOC_LEN_ERR");
-	check_guards(&r, 64, "receive buffer");
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_check_guards(&r, 64, "receive buffer");
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -840,7 +750,7 @@ static int wait_port(struct side *s, enum ibv_port_state want, double timeout_s)
 static void peer_case(int link_down)
 {
 	struct conn_opts o = default_opts;
-	struct buf t, l;
+	struct vp_gbuf t, l;
 	struct ibv_sge sg;
 	struct ibv_wc wc;
 	double lo, hi, t0, dt;
@@ -851,9 +761,9 @@ static void peer_case(int link_down)
 	pair_up(&o);
 	t = buf_new(&B, 4096, 0, default_opts.access);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, 4096, 0x61);
+	vp_fill_tag8(l.p, 4096, 0x61);
 	memset(t.p, 0, 4096);
-	sg = sge_of(&l, 0, 4096);
+	sg = vp_gbuf_sge(&l, 0, 4096);
 
 	/* It works first. */
 	if (!post(&A, IBV_WR_RDMA_WRITE, &sg, 1, (uintptr_t)t.p, t.mr->rkey, 1, 0))
@@ -889,8 +799,8 @@ static void peer_case(int link_down)
 		if (wait_port(&A, IBV_PORT_ACTIVE, 20) || wait_port(&B, IBV_PORT_ACTIVE, 20))
 			vc_fail("ports not ACTIVE again 20 s after link up");
 	}
-	buf_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
@@ -928,7 +838,7 @@ static int get_event(struct side *s, double timeout_s)
 
 static void c_events(void)
 {
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct ibv_wc wc;
 	int i;
@@ -936,12 +846,12 @@ static void c_events(void)
 	pair_up(&default_opts);
 	l = buf_new(&A, 64, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 64 * 8, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, 64, 0x71);
+	vp_fill_tag8(l.p, 64, 0x71);
 	for (i = 0; i < 8; i++) {
-		rsg = sge_of(&r, (size_t)i * 64, 64);
+		rsg = vp_gbuf_sge(&r, (size_t)i * 64, 64);
 		post_recv(&B, &rsg, 1, 100 + (uint64_t)i);
 	}
-	sg = sge_of(&l, 0, 64);
+	sg = vp_gbuf_sge(&l, 0, 64);
 
 	/* Armed (any completion): one event for the send completion. */
 	if (ibv_req_notify_cq(A.cq, 0))
@@ -1003,8 +913,8 @@ static void c_events(void)
 	if (!get_event(&A, 10))
 		vc_fail("no event for an error completion with solicited-only armed");
 	expect_wc(&A, 6, IBV_WC_REM_ACCESS_ERR, -1, 10, NULL, "bad write");
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -1013,7 +923,7 @@ static void c_events(void)
 static void c_write_imm(void)
 {
 	static const uint32_t sizes[] = { 0, 1, 1456, 1457, 4096, 65536 + 3 };
-	struct buf t, l, r;
+	struct vp_gbuf t, l, r;
 	struct ibv_sge sg, rsg;
 	struct ibv_wc wc;
 	size_t i;
@@ -1033,11 +943,11 @@ static void c_write_imm(void)
 
 		memset(t.p, 0, t.len);
 		memset(r.p, 0xcc, 16);
-		fill(l.p, n, (uint8_t)(0x10 + i));
-		sg = sge_of(&l, 0, n);
+		vp_fill_tag8(l.p, n, (uint8_t)(0x10 + i));
+		sg = vp_gbuf_sge(&l, 0, n);
 		wr.wr.rdma.remote_addr = (uintptr_t)t.p + 32;
 		wr.wr.rdma.rkey = t.mr->rkey;
-		rsg = sge_of(&r, 0, 16);
+		rsg = vp_gbuf_sge(&r, 0, 16);
 		post_recv(&B, &rsg, 1, 200 + i);
 		if (post_wr(&A, &wr))
 			break;
@@ -1052,25 +962,25 @@ static void c_write_imm(void)
 			vc_fail("size %u: imm %#x, expected %#x", n, ntohl(wc.imm_data), imm);
 		if (wc.byte_len != n)
 			vc_fail("size %u: byte_len %u", n, wc.byte_len);
-		if (diff_byte(r.p, 16, 0xcc) >= 0)
+		if (vp_diff_byte(r.p, 16, 0xcc) >= 0)
 			vc_fail("size %u: the receive buffer was written", n);
 		if (memcmp(t.p + 32, l.p, n))
 			vc_fail("size %u: target bytes differ", n);
-		if (diff_byte(t.p, 32, 0) >= 0 ||
-		    diff_byte(t.p + 32 + n, t.len - 32 - n, 0) >= 0)
+		if (vp_diff_byte(t.p, 32, 0) >= 0 ||
+		    vp_diff_byte(t.p + 32 + n, t.len - 32 - n, 0) >= 0)
 			vc_fail("size %u: bytes outside the write changed", n);
 	}
 	vc_note("%zu sizes", sizeof(sizes) / sizeof(sizes[0]));
-	buf_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
 static void c_send_imm(void)
 {
 	static const uint32_t sizes[] = { 0, 1, 1440, 1441, 8192 + 5 };
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct ibv_wc wc;
 	size_t i;
@@ -1088,9 +998,9 @@ static void c_send_imm(void)
 		};
 
 		memset(r.p, 0, r.len);
-		fill(l.p, n, (uint8_t)(0x20 + i));
-		sg = sge_of(&l, 0, n);
-		rsg = sge_of(&r, 0, (uint32_t)r.len);
+		vp_fill_tag8(l.p, n, (uint8_t)(0x20 + i));
+		sg = vp_gbuf_sge(&l, 0, n);
+		rsg = vp_gbuf_sge(&r, 0, (uint32_t)r.len);
 		post_recv(&B, &rsg, 1, 300 + i);
 		if (post_wr(&A, &wr))
 			break;
@@ -1109,20 +1019,20 @@ static void c_send_imm(void)
 			vc_fail("size %u: src_qp %u, expected %u", n, wc.src_qp, A.qp->qp_num);
 		if (memcmp(r.p, l.p, n))
 			vc_fail("size %u: received bytes differ", n);
-		if (diff_byte(r.p + n, r.len - n, 0) >= 0)
+		if (vp_diff_byte(r.p + n, r.len - n, 0) >= 0)
 			vc_fail("size %u: bytes beyond byte_len written", n);
 	}
 	/* A plain SEND has no immediate. */
-	sg = sge_of(&l, 0, 10);
-	rsg = sge_of(&r, 0, 64);
+	sg = vp_gbuf_sge(&l, 0, 10);
+	rsg = vp_gbuf_sge(&r, 0, 64);
 	post_recv(&B, &rsg, 1, 399);
 	post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 99, 0);
 	expect_wc(&A, 99, IBV_WC_SUCCESS, IBV_WC_SEND, 20, NULL, "plain send");
 	if (!expect_wc(&B, 399, IBV_WC_SUCCESS, IBV_WC_RECV, 20, &wc, "plain receive") &&
 	    (wc.wc_flags & IBV_WC_WITH_IMM))
 		vc_fail("plain SEND: IBV_WC_WITH_IMM set");
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -1131,7 +1041,7 @@ static void c_multi_sge(void)
 {
 	static const uint32_t slen[3] = { 1000, 1, 3100 }, rlen[4] = { 7, 1500, 2000, 1000 };
 	uint32_t total = 1000 + 1 + 3100, off;
-	struct buf l1, l2, r, t, rd;
+	struct vp_gbuf l1, l2, r, t, rd;
 	struct ibv_sge sg[3], rsg[4];
 	struct ibv_wc wc;
 	uint8_t want[4101];
@@ -1143,20 +1053,20 @@ static void c_multi_sge(void)
 	r = buf_new(&B, 8192, 0, IBV_ACCESS_LOCAL_WRITE);
 	t = buf_new(&B, 8192, 0, default_opts.access);
 	rd = buf_new(&A, 8192, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l1.p, 8192, 0x91);
-	fill(l2.p, 4096, 0x19);
+	vp_fill_tag8(l1.p, 8192, 0x91);
+	vp_fill_tag8(l2.p, 4096, 0x19);
 	memset(r.p, 0, 8192);
-	sg[0] = sge_of(&l1, 5000, slen[0]);
-	sg[1] = sge_of(&l2, 17, slen[1]);
-	sg[2] = sge_of(&l1, 11, slen[2]);
+	sg[0] = vp_gbuf_sge(&l1, 5000, slen[0]);
+	sg[1] = vp_gbuf_sge(&l2, 17, slen[1]);
+	sg[2] = vp_gbuf_sge(&l1, 11, slen[2]);
 	memcpy(want, l1.p + 5000, 1000);
 	memcpy(want + 1000, l2.p + 17, 1);
 	memcpy(want + 1001, l1.p + 11, 3100);
 	/* Receive SGEs scattered over the buffer, with gaps between them. */
-	rsg[0] = sge_of(&r, 8000, rlen[0]);
-	rsg[1] = sge_of(&r, 0, rlen[1]);
-	rsg[2] = sge_of(&r, 1600, rlen[2]);
-	rsg[3] = sge_of(&r, 4000, rlen[3]);
+	rsg[0] = vp_gbuf_sge(&r, 8000, rlen[0]);
+	rsg[1] = vp_gbuf_sge(&r, 0, rlen[1]);
+	rsg[2] = vp_gbuf_sge(&r, 1600, rlen[2]);
+	rsg[3] = vp_gbuf_sge(&r, 4000, rlen[3]);
 	post_recv(&B, rsg, 4, 400);
 	{
 		struct ibv_send_wr wr = {
@@ -1183,22 +1093,22 @@ static void c_multi_sge(void)
 			vc_fail("scattered bytes differ from the gathered ones");
 		/* Untouched: the gaps, and SGE 3 beyond what the message filled. */
 		off = total - 7 - 1500 - 2000;	/* bytes that went into SGE 3 */
-		if (diff_byte(r.p + 1500, 100, 0) >= 0 ||
-		    diff_byte(r.p + 3600, 400, 0) >= 0 ||
-		    diff_byte(r.p + 4000 + off, 8000 - 4000 - off, 0) >= 0 ||
-		    diff_byte(r.p + 8007, 8192 - 8007, 0) >= 0)
+		if (vp_diff_byte(r.p + 1500, 100, 0) >= 0 ||
+		    vp_diff_byte(r.p + 3600, 400, 0) >= 0 ||
+		    vp_diff_byte(r.p + 4000 + off, 8000 - 4000 - off, 0) >= 0 ||
+		    vp_diff_byte(r.p + 8007, 8192 - 8007, 0) >= 0)
 			vc_fail("receive bytes outside the scatter list changed");
 	}
 	/* The same gather list as an RDMA WRITE, then READ back into 2 SGEs. */
 	memset(t.p, 0, 8192);
 	post(&A, IBV_WR_RDMA_WRITE, sg, 3, (uintptr_t)t.p + 3, t.mr->rkey, 2, 0);
 	expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 20, NULL, "3-SGE write");
-	if (memcmp(t.p + 3, want, total) || diff_byte(t.p, 3, 0) >= 0 ||
-	    diff_byte(t.p + 3 + total, 8192 - 3 - total, 0) >= 0)
+	if (memcmp(t.p + 3, want, total) || vp_diff_byte(t.p, 3, 0) >= 0 ||
+	    vp_diff_byte(t.p + 3 + total, 8192 - 3 - total, 0) >= 0)
 		vc_fail("3-SGE write: target bytes differ");
 	memset(rd.p, 0, 8192);
 	{
-		struct ibv_sge rs[2] = { sge_of(&rd, 4096, 2000), sge_of(&rd, 0, total - 2000) };
+		struct ibv_sge rs[2] = { vp_gbuf_sge(&rd, 4096, 2000), vp_gbuf_sge(&rd, 0, total - 2000) };
 
 		post(&A, IBV_WR_RDMA_READ, rs, 2, (uintptr_t)t.p + 3, t.mr->rkey, 3, 0);
 		if (!expect_wc(&A, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 20, &wc,
@@ -1208,16 +1118,16 @@ static void c_multi_sge(void)
 			if (memcmp(rd.p + 4096, want, 2000) ||
 			    memcmp(rd.p, want + 2000, total - 2000))
 				vc_fail("2-SGE read: bytes differ");
-			if (diff_byte(rd.p + total - 2000, 4096 - (total - 2000), 0) >= 0 ||
-			    diff_byte(rd.p + 6096, 8192 - 6096, 0) >= 0)
+			if (vp_diff_byte(rd.p + total - 2000, 4096 - (total - 2000), 0) >= 0 ||
+			    vp_diff_byte(rd.p + 6096, 8192 - 6096, 0) >= 0)
 				vc_fail("2-SGE read: bytes outside the scatter list changed");
 		}
 	}
-	buf_free(&l1);
-	buf_free(&l2);
-	buf_free(&r);
-	buf_free(&t);
-	buf_free(&rd);
+	vp_gbuf_free(&l1);
+	vp_gbuf_free(&l2);
+	vp_gbuf_free(&r);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&rd);
 	pair_down();
 }
 
@@ -1225,7 +1135,7 @@ static void c_multi_sge(void)
 static void c_inline(void)
 {
 	static const uint32_t sizes[] = { 1, 64, 100, 256 };
-	struct buf src, r, t;
+	struct vp_gbuf src, r, t;
 	struct ibv_sge sg[2], rsg;
 	struct ibv_wc wc;
 	uint8_t want[256];
@@ -1243,15 +1153,15 @@ static void c_inline(void)
 			.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
 		};
 
-		fill(src.p, 512, (uint8_t)(0x50 + i));
+		vp_fill_tag8(src.p, 512, (uint8_t)(0x50 + i));
 		/* Two pieces, out of order in memory. */
-		sg[0] = sge_of(&src, 300, h ? h : n);
-		sg[1] = sge_of(&src, 0, n - h);
+		sg[0] = vp_gbuf_sge(&src, 300, h ? h : n);
+		sg[1] = vp_gbuf_sge(&src, 0, n - h);
 		memcpy(want, src.p + 300, h ? h : n);
 		if (h)
 			memcpy(want + h, src.p, n - h);
 		memset(r.p, 0, 512);
-		rsg = sge_of(&r, 0, 512);
+		rsg = vp_gbuf_sge(&r, 0, 512);
 		post_recv(&B, &rsg, 1, 500 + i);
 		if (post_wr(&A, &wr))
 			break;
@@ -1261,11 +1171,11 @@ static void c_inline(void)
 			       "inline receive")) {
 			if (wc.byte_len != n)
 				vc_fail("inline send %u: byte_len %u", n, wc.byte_len);
-			if (memcmp(r.p, want, n) || diff_byte(r.p + n, 512 - n, 0) >= 0)
+			if (memcmp(r.p, want, n) || vp_diff_byte(r.p + n, 512 - n, 0) >= 0)
 				vc_fail("inline send %u: received bytes differ", n);
 		}
 		/* The same as an inline RDMA WRITE. */
-		fill(src.p, 512, (uint8_t)(0x60 + i));
+		vp_fill_tag8(src.p, 512, (uint8_t)(0x60 + i));
 		memcpy(want, src.p + 300, h ? h : n);
 		if (h)
 			memcpy(want + h, src.p, n - h);
@@ -1280,12 +1190,12 @@ static void c_inline(void)
 		expect_wc(&A, 20 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 20, NULL,
 			  "inline write");
 		if (memcmp(t.p + 1, want, n) || t.p[0] ||
-		    diff_byte(t.p + 1 + n, 511 - n, 0) >= 0)
+		    vp_diff_byte(t.p + 1 + n, 511 - n, 0) >= 0)
 			vc_fail("inline write %u: target bytes differ", n);
 	}
-	buf_free(&src);
-	buf_free(&r);
-	buf_free(&t);
+	vp_gbuf_free(&src);
+	vp_gbuf_free(&r);
+	vp_gbuf_free(&t);
 	pair_down();
 }
 
@@ -1297,7 +1207,7 @@ static void c_integrity(void)
 {
 	static const uint32_t sizes[] = { 1, 1464, 1465, 4096, 65536, 200000 };
 	const size_t max = 200000 + 64;
-	struct buf l, t, r, at, ar;
+	struct vp_gbuf l, t, r, at, ar;
 	struct ibv_sge sg, rsg;
 	struct ibv_wc wc;
 	uint64_t counter = 0, *tgt, expect_sum = 0;
@@ -1318,37 +1228,37 @@ static void c_integrity(void)
 			uint8_t tag = (uint8_t)(it * 16 + i);
 
 			/* WRITE */
-			fill(l.p, n, tag);
+			vp_fill_tag8(l.p, n, tag);
 			memset(t.p, 0, max);
-			sg = sge_of(&l, 0, n);
+			sg = vp_gbuf_sge(&l, 0, n);
 			post(&A, IBV_WR_RDMA_WRITE, &sg, 1, (uintptr_t)t.p + 5, t.mr->rkey, 1, 0);
 			expect_wc(&A, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 60, NULL, "write");
-			if (diff_fill(t.p + 5, n, tag) >= 0 || diff_byte(t.p, 5, 0) >= 0 ||
-			    diff_byte(t.p + 5 + n, max - 5 - n, 0) >= 0)
+			if (diff_fill(t.p + 5, n, tag) >= 0 || vp_diff_byte(t.p, 5, 0) >= 0 ||
+			    vp_diff_byte(t.p + 5 + n, max - 5 - n, 0) >= 0)
 				vc_fail("write %u (iteration %d): bytes differ", n, it);
 			/* READ it back */
 			memset(l.p, 0, max);
 			post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p + 5, t.mr->rkey, 2, 0);
 			if (!expect_wc(&A, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 60, &wc, "read") &&
 			    (wc.byte_len != n || diff_fill(l.p, n, tag) >= 0 ||
-			     diff_byte(l.p + n, max - n, 0) >= 0))
+			     vp_diff_byte(l.p + n, max - n, 0) >= 0))
 				vc_fail("read %u (iteration %d): byte_len %u, bytes %s", n,
 				     it, wc.byte_len,
 				     diff_fill(l.p, n, tag) >= 0 ? "differ" : "ok");
 			/* SEND */
-			fill(l.p, n, (uint8_t)~tag);
+			vp_fill_tag8(l.p, n, (uint8_t)~tag);
 			memset(r.p, 0, max);
-			rsg = sge_of(&r, 0, (uint32_t)max);
+			rsg = vp_gbuf_sge(&r, 0, (uint32_t)max);
 			post_recv(&B, &rsg, 1, 3);
 			post(&A, IBV_WR_SEND, &sg, 1, 0, 0, 4, 0);
 			expect_wc(&A, 4, IBV_WC_SUCCESS, IBV_WC_SEND, 60, NULL, "send");
 			if (!expect_wc(&B, 3, IBV_WC_SUCCESS, IBV_WC_RECV, 60, &wc, "receive") &&
 			    (wc.byte_len != n || diff_fill(r.p, n, (uint8_t)~tag) >= 0 ||
-			     diff_byte(r.p + n, max - n, 0) >= 0))
+			     vp_diff_byte(r.p + n, max - n, 0) >= 0))
 				vc_fail("send %u (iteration %d): byte_len %u, bytes differ",
 				     n, it, wc.byte_len);
 			/* FETCH_ADD then CMP_SWAP on one counter */
-			sg = sge_of(&ar, 0, 8);
+			sg = vp_gbuf_sge(&ar, 0, 8);
 			{
 				struct ibv_send_wr wr = {
 					.wr_id = 5, .sg_list = &sg, .num_sge = 1,
@@ -1393,10 +1303,10 @@ static void c_integrity(void)
 		struct ibv_sge s32[32];
 		int k;
 
-		fill(l.p, 32 * 4096, 0xa5);
+		vp_fill_tag8(l.p, 32 * 4096, 0xa5);
 		memset(t.p, 0, max);
 		for (k = 0; k < 32; k++) {
-			s32[k] = sge_of(&l, (size_t)k * 4096, 4096);
+			s32[k] = vp_gbuf_sge(&l, (size_t)k * 4096, 4096);
 			memset(&wr[k], 0, sizeof(wr[k]));
 			wr[k].wr_id = 1000 + (uint64_t)k;
 			wr[k].sg_list = &s32[k];
@@ -1421,11 +1331,11 @@ static void c_integrity(void)
 	expect_state(&B, IBV_QPS_RTS, "responder after the loop");
 	vc_note("%d iterations, %d operations", iterations, ops);
 	(void)counter;
-	buf_free(&l);
-	buf_free(&t);
-	buf_free(&r);
-	buf_free(&at);
-	buf_free(&ar);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&r);
+	vp_gbuf_free(&at);
+	vp_gbuf_free(&ar);
 	pair_down();
 }
 
@@ -1438,7 +1348,7 @@ static void c_integrity(void)
 static void c_rtr_responder(void)
 {
 	static const uint32_t sizes[] = { 4096, 65536 };
-	struct buf l, t, ar;
+	struct vp_gbuf l, t, ar;
 	struct ibv_sge sg;
 	struct ibv_wc wc;
 	int it, k, ops = 0;
@@ -1448,9 +1358,9 @@ static void c_rtr_responder(void)
 	l = buf_new(&A, 65536 * 4, 0, IBV_ACCESS_LOCAL_WRITE);
 	t = buf_new(&B, 65536, 0, default_opts.access);
 	ar = buf_new(&A, 64, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(t.p, 65536, 0x3c);
+	vp_fill_tag8(t.p, 65536, 0x3c);
 	*(uint64_t *)t.p = 0;
-	fill(t.p + 8, 65536 - 8, 0x3c);
+	vp_fill_tag8(t.p + 8, 65536 - 8, 0x3c);
 	for (it = 0; it < iterations * 4 && !vc_fails(); it++) {
 		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !vc_fails(); i++) {
 			uint32_t n = sizes[i];
@@ -1458,7 +1368,7 @@ static void c_rtr_responder(void)
 			/* 4 reads in flight, like perftest's outstanding reads */
 			memset(l.p, 0, 65536 * 4);
 			for (k = 0; k < 4; k++) {
-				sg = sge_of(&l, (size_t)k * 65536, n - 8);
+				sg = vp_gbuf_sge(&l, (size_t)k * 65536, n - 8);
 				post(&A, IBV_WR_RDMA_READ, &sg, 1, (uintptr_t)t.p + 8,
 				     t.mr->rkey, 10 + (uint64_t)k, 0);
 			}
@@ -1470,7 +1380,7 @@ static void c_rtr_responder(void)
 					vc_fail("read %u: byte_len %u or bytes differ", n - 8,
 					     wc.byte_len);
 			/* and an atomic: its response is a one-frame message */
-			sg = sge_of(&ar, 0, 8);
+			sg = vp_gbuf_sge(&ar, 0, 8);
 			{
 				struct ibv_send_wr wr = {
 					.wr_id = 20, .sg_list = &sg, .num_sge = 1,
@@ -1498,9 +1408,9 @@ static void c_rtr_responder(void)
 	}
 	expect_state(&B, IBV_QPS_RTR, "responder");
 	vc_note("%d reads and atomics", ops);
-	buf_free(&l);
-	buf_free(&t);
-	buf_free(&ar);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&t);
+	vp_gbuf_free(&ar);
 	pair_down();
 }
 
@@ -1509,9 +1419,9 @@ static void c_rtr_responder(void)
  * traffic in flight; print "ready QPS CQS MRS" and wait to be killed
  * (tests/vm/hygiene.sh checks that everything is released).
  */
-static void hold_write(struct side *s, struct buf *l, struct buf *t)
+static void hold_write(struct side *s, struct vp_gbuf *l, struct vp_gbuf *t)
 {
-	struct ibv_sge sg = sge_of(l, 0, 65536);
+	struct ibv_sge sg = vp_gbuf_sge(l, 0, 65536);
 	struct ibv_send_wr wr = {
 		.sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
 		.send_flags = IBV_SEND_SIGNALED,
@@ -1525,7 +1435,7 @@ static void hold_write(struct side *s, struct buf *l, struct buf *t)
 static int hold(int n)
 {
 	struct side *pa = calloc((size_t)n, sizeof(*pa)), *pb = calloc((size_t)n, sizeof(*pb));
-	struct buf *ba = calloc((size_t)n, sizeof(*ba)), *bb = calloc((size_t)n, sizeof(*bb));
+	struct vp_gbuf *ba = calloc((size_t)n, sizeof(*ba)), *bb = calloc((size_t)n, sizeof(*bb));
 	int i, k;
 
 	if (!pa || !pb || !ba || !bb)
@@ -1545,7 +1455,7 @@ static int hold(int n)
 	}
 	/* Writes keep flowing on every pair until we are killed. */
 	for (i = 0; i < n; i++) {
-		struct ibv_sge rsg = sge_of(&bb[i], 0, 65536);
+		struct ibv_sge rsg = vp_gbuf_sge(&bb[i], 0, 65536);
 
 		for (k = 0; k < 4; k++) {
 			struct ibv_recv_wr rw = { .wr_id = (uint64_t)k, .sg_list = &rsg, .num_sge = 1 }, *bad;

@@ -283,26 +283,9 @@ static void pair_renew(void)
 	pair_up();
 }
 
-static const char *qps_str(enum ibv_qp_state st)
-{
-	static const char *n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE",
-				   "ERR", "UNKNOWN" };
-
-	return st <= IBV_QPS_UNKNOWN ? n[st] : "?";
-}
-
 static void expect_state(struct side *s, enum ibv_qp_state want, const char *what)
 {
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia)) {
-		vc_fail("%s: ibv_query_qp: %s", what, strerror(errno));
-		return;
-	}
-	if (a.qp_state != want)
-		vc_fail("%s: %s QP state %s, expected %s", what, s->name,
-		     qps_str(a.qp_state), qps_str(want));
+	vc_expect_qp_state(s->qp, s->name, want, what);
 }
 
 /* ---- polling ------------------------------------------------------------------ */
@@ -512,88 +495,15 @@ static int expect_recv(struct side *s, uint64_t wr_id, enum ibv_wc_opcode op,
 
 /* ---- memory ------------------------------------------------------------------ */
 
-struct buf {
-	uint8_t *p;
-	size_t len;
-	struct ibv_mr *mr;
-};
-
-#define GUARD 0xee
-
-/* len bytes at page offset `off` of a fresh mapping with GUARD bytes a page
- * either side, registered with `access` unless it is < 0. */
-static struct buf buf_new(struct side *s, size_t len, size_t off, int access)
+/* len bytes at page offset `off`, guarded, registered if access >= 0 */
+static struct vp_gbuf buf_new(struct side *s, size_t len, size_t off, int access)
 {
-	struct buf b = { 0 };
-	size_t maplen = (off + len + 2 * PAGE + PAGE - 1) & ~(size_t)(PAGE - 1);
-	uint8_t *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		vp_die_errno("mmap");
-	memset(m, GUARD, maplen);
-	b.p = m + PAGE + off;
-	b.len = len;
-	if (access >= 0) {
-		b.mr = ibv_reg_mr(s->pd, b.p, len, access);
-		if (!b.mr)
-			vp_die_errno("ibv_reg_mr");
-	}
-	return b;
-}
-
-static void buf_free(struct buf *b)
-{
-	uint8_t *m = (uint8_t *)((uintptr_t)(b->p - PAGE) & ~(uintptr_t)(PAGE - 1));
-	size_t off = (size_t)(b->p - PAGE - m);
-	size_t maplen = (off + b->len + 2 * PAGE + PAGE - 1) & ~(size_t)(PAGE - 1);
-
-	if (b->mr && ibv_dereg_mr(b->mr))
-		vc_fail("ibv_dereg_mr at the end: %s", strerror(errno));
-	munmap(m, maplen);
-	b->p = NULL;
-}
-
-static uint8_t pat(size_t i, uint8_t tag)
-{
-	return (uint8_t)(tag + i * 7 + (i >> 8));
-}
-
-static void fill(uint8_t *p, size_t len, uint8_t tag)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = pat(i, tag);
-}
-
-static long diff_byte(const uint8_t *p, size_t len, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != v)
-			return (long)i;
-	return -1;
-}
-
-/* GUARD bytes in the page either side of b. */
-static void check_guards(const struct buf *b, const char *what)
-{
-	long i = diff_byte(b->p - PAGE, PAGE, GUARD);
-	long j = diff_byte(b->p + b->len, PAGE, GUARD);
-
-	if (i >= 0)
-		vc_fail("%s: guard byte at start-%ld changed to %#x", what,
-		     (long)PAGE - i, b->p[i - PAGE]);
-	if (j >= 0)
-		vc_fail("%s: guard byte at end+%ld changed to %#x", what, j,
-		     b->p[b->len + j]);
+	return vp_gbuf_new(s->pd, len, off, access);
 }
 
 /* Registered memory of B and what it must hold, byte for byte. */
 struct target {
-	struct buf b;
+	struct vp_gbuf b;
 	uint8_t *model;
 };
 
@@ -605,14 +515,14 @@ static struct target target_new(struct side *s, size_t len, size_t off,
 	t.model = malloc(len);
 	if (!t.model)
 		vp_die_errno("malloc");
-	fill(t.b.p, len, tag);
+	vp_fill_tag8(t.b.p, len, tag);
 	memcpy(t.model, t.b.p, len);
 	return t;
 }
 
 static void target_free(struct target *t)
 {
-	buf_free(&t->b);
+	vp_gbuf_free(&t->b);
 	free(t->model);
 }
 
@@ -632,16 +542,7 @@ static void target_check(const struct target *t, const char *what)
 			     t->b.p[i], t->model[i]);
 			break;
 		}
-	check_guards(&t->b, what);
-}
-
-static struct ibv_sge sge_of(const struct buf *b, size_t off, uint32_t len)
-{
-	struct ibv_sge sg = {
-		.addr = (uintptr_t)(b->p + off), .length = len,
-		.lkey = b->mr ? b->mr->lkey : 0,
-	};
-	return sg;
+	vp_gbuf_check_guards(&t->b, PAGE, what);
 }
 
 /* ---- posting through the work-request API --------------------------------------- */
@@ -764,14 +665,14 @@ static int post_send_ok(struct side *s, struct ibv_send_wr *wr, const char *what
 	return ret;
 }
 
-/* First index where p differs from the pattern of fill(tag) at offset
+/* First index where p differs from the pattern of vp_fill_tag8(tag) at offset
  * `start`, or -1. */
 static long diff_pat(const uint8_t *p, size_t len, size_t start, uint8_t tag)
 {
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		if (p[i] != pat(start + i, tag))
+		if (p[i] != vp_tag8(start + i, tag))
 			return (long)i;
 	return -1;
 }
@@ -798,7 +699,7 @@ static void model_set_u64(struct target *t, size_t off, uint64_t v)
 static void c_wr_ops(void)
 {
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg[3], rsg;
 	struct ibv_data_buf db[3];
 	uint8_t src[3][MAX_INLINE], keep[MAX_INLINE];
@@ -811,12 +712,12 @@ static void c_wr_ops(void)
 	t = target_new(&B, 16384, 64, ALL_REMOTE, 0x11);
 	l = buf_new(&A, 16384, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 8192, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x40);
-	fill(r.p, r.len, 0x99);
-	rsg = sge_of(&r, 0, (uint32_t)r.len);
+	vp_fill_tag8(l.p, l.len, 0x40);
+	vp_fill_tag8(r.p, r.len, 0x99);
+	rsg = vp_gbuf_sge(&r, 0, (uint32_t)r.len);
 
 	/* rdma_write + set_sge: 3000 bytes (3 frames) from an odd offset */
-	sg[0] = sge_of(&l, 7, 3000);
+	sg[0] = vp_gbuf_sge(&l, 7, 3000);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			  .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 100),
 			  .sg = sg, .nsg = 1 };
@@ -827,9 +728,9 @@ static void c_wr_ops(void)
 
 	/* rdma_write_imm + set_sge_list (3 SGEs, one of 1 byte) */
 	post_recv(&B, &rsg, 1, 100);
-	sg[0] = sge_of(&l, 3000, 1000);
-	sg[1] = sge_of(&l, 5000, 1);
-	sg[2] = sge_of(&l, 6000, 2500);
+	sg[0] = vp_gbuf_sge(&l, 3000, 1000);
+	sg[1] = vp_gbuf_sge(&l, 5000, 1);
+	sg[2] = vp_gbuf_sge(&l, 6000, 2500);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 2,
 			  .flags = IBV_SEND_SIGNALED, .rkey = t.b.mr->rkey,
 			  .raddr = target_addr(&t, 5000), .imm = imm, .sg = sg, .nsg = 3 };
@@ -847,8 +748,8 @@ static void c_wr_ops(void)
 
 	/* rdma_read + set_sge_list: scattered into two pieces */
 	memset(l.p + 8192, 0, 8192);
-	sg[0] = sge_of(&l, 8192, 1500);
-	sg[1] = sge_of(&l, 12000, 1500);
+	sg[0] = vp_gbuf_sge(&l, 8192, 1500);
+	sg[1] = vp_gbuf_sge(&l, 12000, 1500);
 	o = (struct xop){ .op = IBV_WR_RDMA_READ, .wr_id = 3, .flags = IBV_SEND_SIGNALED,
 			  .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 100),
 			  .sg = sg, .nsg = 2 };
@@ -858,13 +759,13 @@ static void c_wr_ops(void)
 		if (memcmp(l.p + 8192, t.model + 100, 1500) ||
 		    memcmp(l.p + 12000, t.model + 1600, 1500))
 			vc_fail("rdma_read: bytes differ from the target");
-		if (diff_byte(l.p + 8192 + 1500, 12000 - 8192 - 1500, 0) >= 0 ||
-		    diff_byte(l.p + 13500, 16384 - 13500, 0) >= 0)
+		if (vp_diff_byte(l.p + 8192 + 1500, 12000 - 8192 - 1500, 0) >= 0 ||
+		    vp_diff_byte(l.p + 13500, 16384 - 13500, 0) >= 0)
 			vc_fail("rdma_read wrote outside its SGEs");
 	}
 
 	/* send + set_inline_data: the source is reused at once */
-	fill(src[0], MAX_INLINE, 0x61);
+	vp_fill_tag8(src[0], MAX_INLINE, 0x61);
 	memcpy(keep, src[0], MAX_INLINE);
 	post_recv(&B, &rsg, 1, 101);
 	db[0] = (struct ibv_data_buf){ .addr = src[0], .length = 200 };
@@ -879,10 +780,10 @@ static void c_wr_ops(void)
 		vc_fail("send inline: receive buffer bytes differ");
 
 	/* send_imm + set_inline_data_list (10 + 0 + 90 bytes) */
-	fill(r.p, r.len, 0x99);
-	fill(src[0], MAX_INLINE, 0x71);
-	fill(src[1], MAX_INLINE, 0x72);
-	fill(src[2], MAX_INLINE, 0x73);
+	vp_fill_tag8(r.p, r.len, 0x99);
+	vp_fill_tag8(src[0], MAX_INLINE, 0x71);
+	vp_fill_tag8(src[1], MAX_INLINE, 0x72);
+	vp_fill_tag8(src[2], MAX_INLINE, 0x73);
 	post_recv(&B, &rsg, 1, 102);
 	db[0] = (struct ibv_data_buf){ .addr = src[0], .length = 10 };
 	db[1] = (struct ibv_data_buf){ .addr = src[1], .length = 0 };
@@ -913,7 +814,7 @@ static void c_wr_ops(void)
 	target_check(&t, "rdma_write inline list");
 
 	/* atomic_fetch_add, atomic_cmp_swp (match), atomic_cmp_swp (no match) */
-	sg[0] = sge_of(&l, 0, 8);
+	sg[0] = vp_gbuf_sge(&l, 0, 8);
 	old = model_u64(&t, 12288);
 	o = (struct xop){ .op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 7,
 			  .flags = IBV_SEND_SIGNALED, .rkey = t.b.mr->rkey,
@@ -948,8 +849,8 @@ static void c_wr_ops(void)
 	expect_state(&A, IBV_QPS_RTS, "requester");
 	expect_state(&B, IBV_QPS_RTS, "responder");
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -962,7 +863,7 @@ static void c_wr_zero_len(void)
 {
 	const uint32_t bogus = 0xabcdef00u | (seed & 0xff);
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct ibv_data_buf db;
 	uint8_t one = 0x5a;
@@ -973,11 +874,11 @@ static void c_wr_zero_len(void)
 	t = target_new(&B, 4096, 0, ALL_REMOTE, 0x12);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x41);
-	fill(r.p, r.len, 0x98);
-	rsg = sge_of(&r, 0, 4096);
+	vp_fill_tag8(l.p, l.len, 0x41);
+	vp_fill_tag8(r.p, r.len, 0x98);
+	rsg = vp_gbuf_sge(&r, 0, 4096);
 
-	sg = sge_of(&l, 0, 0);
+	sg = vp_gbuf_sge(&l, 0, 0);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			  .rkey = bogus, .raddr = 0x1000, .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "0-byte rdma_write (set_sge)"))
@@ -1025,8 +926,8 @@ static void c_wr_zero_len(void)
 	expect_state(&A, IBV_QPS_RTS, "requester");
 	expect_state(&B, IBV_QPS_RTS, "responder");
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -1038,7 +939,7 @@ static void c_wr_zero_len(void)
 static void c_wr_batch(void)
 {
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg[8], rsg[3];
 	struct ibv_data_buf db;
 	uint8_t inl[50];
@@ -1052,42 +953,42 @@ static void c_wr_batch(void)
 	t = target_new(&B, 16384, 64, ALL_REMOTE, 0x13);
 	l = buf_new(&A, 16384, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 3 * 1024, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, 8192, 0x42);
+	vp_fill_tag8(l.p, 8192, 0x42);
 	memset(l.p + 8192, 0, 8192);
-	fill(inl, sizeof(inl), 0x43);
+	vp_fill_tag8(inl, sizeof(inl), 0x43);
 	memset(r.p, 0, r.len);
 	for (i = 0; i < 3; i++) {
-		rsg[i] = sge_of(&r, (size_t)i * 1024, 1024);
+		rsg[i] = vp_gbuf_sge(&r, (size_t)i * 1024, 1024);
 		post_recv(&B, &rsg[i], 1, 200 + (uint64_t)i);
 	}
 	old = model_u64(&t, 12288);
 
 	memset(o, 0, sizeof(o));
-	sg[0] = sge_of(&l, 0, 1000);
+	sg[0] = vp_gbuf_sge(&l, 0, 1000);
 	o[0] = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 10, .flags = IBV_SEND_SIGNALED,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 0), .sg = &sg[0], .nsg = 1 };
-	sg[1] = sge_of(&l, 1000, 700);
-	sg[2] = sge_of(&l, 3000, 1300);
+	sg[1] = vp_gbuf_sge(&l, 1000, 700);
+	sg[2] = vp_gbuf_sge(&l, 3000, 1300);
 	o[1] = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 11, .flags = 0,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 1000), .sg = &sg[1], .nsg = 2 };
-	sg[3] = sge_of(&l, 5000, 300);
+	sg[3] = vp_gbuf_sge(&l, 5000, 300);
 	o[2] = (struct xop){ .op = IBV_WR_SEND_WITH_IMM, .wr_id = 12, .flags = IBV_SEND_SIGNALED,
 			     .imm = imm, .sg = &sg[3], .nsg = 1 };
-	sg[4] = sge_of(&l, 8192, 500);
+	sg[4] = vp_gbuf_sge(&l, 8192, 500);
 	o[3] = (struct xop){ .op = IBV_WR_RDMA_READ, .wr_id = 13, .flags = 0,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 0), .sg = &sg[4], .nsg = 1 };
-	sg[5] = sge_of(&l, 9000, 8);
+	sg[5] = vp_gbuf_sge(&l, 9000, 8);
 	o[4] = (struct xop){ .op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 14, .flags = IBV_SEND_SIGNALED,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 12288), .cmp_add = 5,
 			     .sg = &sg[5], .nsg = 1 };
-	sg[6] = sge_of(&l, 6000, 100);
+	sg[6] = vp_gbuf_sge(&l, 6000, 100);
 	o[5] = (struct xop){ .op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 15, .flags = IBV_SEND_SIGNALED,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 4000), .imm = imm + 1,
 			     .sg = &sg[6], .nsg = 1 };
 	db = (struct ibv_data_buf){ .addr = inl, .length = sizeof(inl) };
 	o[6] = (struct xop){ .op = IBV_WR_SEND, .wr_id = 16, .flags = 0,
 			     .inl = &db, .ninl = 1, .use_inline = 1 };
-	sg[7] = sge_of(&l, 10000, 2000);
+	sg[7] = vp_gbuf_sge(&l, 10000, 2000);
 	o[7] = (struct xop){ .op = IBV_WR_RDMA_READ, .wr_id = 17, .flags = IBV_SEND_SIGNALED,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 1000), .sg = &sg[7], .nsg = 1 };
 	if (!xpost_ok(&A, o, 8, "batch of 8")) {
@@ -1121,8 +1022,8 @@ static void c_wr_batch(void)
 	target_check(&t, "batch");
 	expect_state(&A, IBV_QPS_RTS, "requester");
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -1130,7 +1031,7 @@ static void c_wr_batch(void)
 static void c_wr_abort(void)
 {
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct xop o[2];
 
@@ -1138,11 +1039,11 @@ static void c_wr_abort(void)
 	t = target_new(&B, 4096, 0, ALL_REMOTE, 0x14);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x44);
+	vp_fill_tag8(l.p, l.len, 0x44);
 	memset(r.p, 0, r.len);
-	rsg = sge_of(&r, 0, 4096);
+	rsg = vp_gbuf_sge(&r, 0, 4096);
 	post_recv(&B, &rsg, 1, 300);
-	sg = sge_of(&l, 0, 512);
+	sg = vp_gbuf_sge(&l, 0, 512);
 
 	o[0] = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 0), .sg = &sg, .nsg = 1 };
@@ -1180,8 +1081,8 @@ static void c_wr_abort(void)
 	expect_no_wc(&A, 0.05, "after the batch");
 	target_check(&t, "after the abort");
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -1193,7 +1094,7 @@ static void c_wr_abort(void)
 static void c_wr_failed_batch(void)
 {
 	struct target t;
-	struct buf l;
+	struct vp_gbuf l;
 	struct ibv_sge sg, many[17];
 	uint8_t big[MAX_INLINE + 1];
 	struct xop good, o;
@@ -1203,9 +1104,9 @@ static void c_wr_failed_batch(void)
 	pair_up();
 	t = target_new(&B, 4096, 0, ALL_REMOTE, 0x15);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x45);
+	vp_fill_tag8(l.p, l.len, 0x45);
 	memset(big, 1, sizeof(big));
-	sg = sge_of(&l, 0, 256);
+	sg = vp_gbuf_sge(&l, 0, 256);
 	good = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			     .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 0), .sg = &sg, .nsg = 1 };
 	nsge = A.cap.max_send_sge + 1;
@@ -1218,7 +1119,7 @@ static void c_wr_failed_batch(void)
 		goto out;
 	}
 	for (i = 0; i < nsge; i++)
-		many[i] = sge_of(&l, i, 1);
+		many[i] = vp_gbuf_sge(&l, i, 1);
 
 	/* more SGEs than max_send_sge */
 	ibv_wr_start(A.qpx);
@@ -1296,15 +1197,15 @@ static void c_wr_failed_batch(void)
 	target_check(&t, "after the last batch");
 out:
 	target_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
 /* One write through the WR API on s; ibv_wr_complete's return value. */
-static int xwrite(struct side *s, uint64_t wr_id, struct target *t, struct buf *l,
+static int xwrite(struct side *s, uint64_t wr_id, struct target *t, struct vp_gbuf *l,
 		  uint32_t len)
 {
-	struct ibv_sge sg = sge_of(l, 0, len);
+	struct ibv_sge sg = vp_gbuf_sge(l, 0, len);
 	struct xop o = { .op = IBV_WR_RDMA_WRITE, .wr_id = wr_id,
 			 .flags = IBV_SEND_SIGNALED, .rkey = t->b.mr->rkey,
 			 .raddr = target_addr(t, 0), .sg = &sg, .nsg = 1 };
@@ -1320,7 +1221,7 @@ static int xwrite(struct side *s, uint64_t wr_id, struct target *t, struct buf *
 static void c_wr_not_rts(void)
 {
 	struct target t;
-	struct buf l;
+	struct vp_gbuf l;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 	make_qp(&A, IBV_QPT_RC);
@@ -1329,7 +1230,7 @@ static void c_wr_not_rts(void)
 	B.psn = 0x654321;
 	t = target_new(&B, 4096, 0, ALL_REMOTE, 0x16);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x46);
+	vp_fill_tag8(l.p, l.len, 0x46);
 
 	EXPECT_EQ("ibv_wr_complete in RESET", EINVAL, xwrite(&A, 1, &t, &l, 64));
 	if (to_init(&A) || to_init(&B))
@@ -1354,13 +1255,13 @@ static void c_wr_not_rts(void)
 
 	if (ibv_modify_qp(A.qp, &a, IBV_QP_STATE))
 		vp_die_errno("to ERR");
-	fill(l.p, l.len, 0x47);
+	vp_fill_tag8(l.p, l.len, 0x47);
 	EXPECT_EQ("ibv_wr_complete in ERR", 0, xwrite(&A, 5, &t, &l, 64));
 	expect_wc(&A, 5, IBV_WC_WR_FLUSH_ERR, -1, 10, NULL, "write posted in ERR");
 	expect_no_wc(&A, 0.05, "after the flush");
 	target_check(&t, "write posted in ERR");
 	target_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
@@ -1477,7 +1378,7 @@ static void c_cq_poll(void)
 {
 	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
 	struct target t;
-	struct buf l;
+	struct vp_gbuf l;
 	struct ibv_sge sg;
 	struct ibv_wc wc;
 	struct xop o[3];
@@ -1491,7 +1392,7 @@ static void c_cq_poll(void)
 	pair_up();
 	t = target_new(&B, 4096, 0, ALL_REMOTE, 0x17);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x48);
+	vp_fill_tag8(l.p, l.len, 0x48);
 
 	EXPECT_EQ("ibv_start_poll on an empty CQ", ENOENT, ibv_start_poll(A.cqx, &attr));
 	attr.comp_mask = 1;
@@ -1503,7 +1404,7 @@ static void c_cq_poll(void)
 	EXPECT_EQ("ibv_start_poll after the refused one", ENOENT,
 		  ibv_start_poll(A.cqx, &attr));
 
-	sg = sge_of(&l, 0, 64);
+	sg = vp_gbuf_sge(&l, 0, 64);
 	for (i = 0; i < 3; i++)
 		o[i] = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 10 + (uint64_t)i,
 				     .flags = IBV_SEND_SIGNALED, .rkey = t.b.mr->rkey,
@@ -1567,7 +1468,7 @@ static void c_cq_poll(void)
 	target_check(&t, "writes");
 out:
 	target_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
@@ -1577,7 +1478,7 @@ enum pop { P_WRITE, P_READ, P_FADD, P_CSWAP };
 static const char *const pop_name[] = { "RDMA_WRITE", "RDMA_READ", "FETCH_ADD",
 					"CMP_SWAP" };
 
-static struct buf L;		/* the requester's buffer for probes */
+static struct vp_gbuf L;		/* the requester's buffer for probes */
 static unsigned int probe_no;
 
 /*
@@ -1592,7 +1493,7 @@ static int probe(struct side *a, struct side *b, struct target *t, enum pop op,
 		 uint32_t rkey, size_t off, uint32_t len, enum ibv_wc_status want,
 		 const char *why)
 {
-	struct ibv_sge sg = sge_of(&L, 0, len);
+	struct ibv_sge sg = vp_gbuf_sge(&L, 0, len);
 	struct xop o = { .wr_id = 77, .flags = IBV_SEND_SIGNALED, .rkey = rkey,
 			 .raddr = target_addr(t, off), .sg = &sg, .nsg = 1 };
 	uint8_t tag = (uint8_t)(++probe_no * 29);
@@ -1606,7 +1507,7 @@ static int probe(struct side *a, struct side *b, struct target *t, enum pop op,
 	switch (op) {
 	case P_WRITE:
 		o.op = IBV_WR_RDMA_WRITE;
-		fill(L.p, len, tag);
+		vp_fill_tag8(L.p, len, tag);
 		wcop = IBV_WC_RDMA_WRITE;
 		break;
 	case P_READ:
@@ -1638,7 +1539,7 @@ static int probe(struct side *a, struct side *b, struct target *t, enum pop op,
 	if (want != IBV_WC_SUCCESS) {
 		expect_state(a, IBV_QPS_ERR, what);
 		expect_state(b, IBV_QPS_ERR, what);
-		if (op == P_READ && diff_byte(L.p, len, 0) >= 0)
+		if (op == P_READ && vp_diff_byte(L.p, len, 0) >= 0)
 			vc_fail("%s: the failed read wrote the local buffer", what);
 		target_check(t, what);
 		return 1;
@@ -1859,7 +1760,7 @@ static struct target mw_setup(void)
 static void mw_teardown(struct target *t)
 {
 	target_free(t);
-	buf_free(&L);
+	vp_gbuf_free(&L);
 	pair_down();
 }
 
@@ -1949,8 +1850,8 @@ static void c_mw_type1(void)
 static void c_mw_type2(void)
 {
 	struct target t = mw_setup();
-	struct buf r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	struct ibv_sge rsg = sge_of(&r, 0, 4096), sg;
+	struct vp_gbuf r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rsg = vp_gbuf_sge(&r, 0, 4096), sg;
 	struct ibv_mw *mw = mw_alloc(B.pd, IBV_MW_TYPE_2);
 	uint32_t k0 = mw->rkey, k1, k2, k3, k4, k5;
 	struct ibv_send_wr wr;
@@ -1986,10 +1887,10 @@ static void c_mw_type2(void)
 	bind2(&B, mw, k3, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, MW_REMOTE, 0,
 	      IBV_WC_SUCCESS, "bind for send_inv");
 	probe_ab(&t, P_WRITE, k3, W1_OFF, 64, IBV_WC_SUCCESS, "bound for send_inv");
-	fill(L.p, 64, 0x31);
+	vp_fill_tag8(L.p, 64, 0x31);
 	memset(r.p, 0, r.len);
 	post_recv(&B, &rsg, 1, 600);
-	sg = sge_of(&L, 0, 64);
+	sg = vp_gbuf_sge(&L, 0, 64);
 	o = (struct xop){ .op = IBV_WR_SEND_WITH_INV, .wr_id = 601,
 			  .flags = IBV_SEND_SIGNALED, .inv = k3, .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "ibv_wr_send_inv"))
@@ -2045,7 +1946,7 @@ static void c_mw_type2(void)
 	mw_free(mw, "type 2 bound");
 	expect_dereg_ok(&t, "type 2 deallocated");
 	vc_note("keys %#x %#x %#x %#x %#x %#x", k0, k1, k2, k3, k4, k5);
-	buf_free(&r);
+	vp_gbuf_free(&r);
 	mw_teardown(&t);
 }
 
@@ -2297,8 +2198,8 @@ static void c_mw_local_inv_errors(void)
  */
 static void send_inv_refused(uint32_t key, const char *what)
 {
-	struct buf r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	struct ibv_sge rsg = sge_of(&r, 0, 4096), sg = sge_of(&L, 0, 32);
+	struct vp_gbuf r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rsg = vp_gbuf_sge(&r, 0, 4096), sg = vp_gbuf_sge(&L, 0, 32);
 	struct xop o = { .op = IBV_WR_SEND_WITH_INV, .wr_id = 701,
 			 .flags = IBV_SEND_SIGNALED, .inv = key, .sg = &sg, .nsg = 1 };
 
@@ -2309,7 +2210,7 @@ static void send_inv_refused(uint32_t key, const char *what)
 		expect_state(&A, IBV_QPS_ERR, what);
 		expect_state(&B, IBV_QPS_ERR, what);
 	}
-	buf_free(&r);
+	vp_gbuf_free(&r);
 	pair_renew();
 }
 
@@ -2410,7 +2311,7 @@ static void c_uc_data(void)
 {
 	static const uint32_t sizes[] = { 1, 1000, 1464, 1465, 2929, 20000 };
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg[2], rsg;
 	struct ibv_send_wr wr;
 	uint32_t imm = (uint32_t)rand_r(&seed);
@@ -2421,10 +2322,10 @@ static void c_uc_data(void)
 	t = target_new(&B, 16384, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0x31);
 	l = buf_new(&A, 32768, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 32768, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x51);
-	rsg = sge_of(&r, 0, (uint32_t)r.len);
+	vp_fill_tag8(l.p, l.len, 0x51);
+	rsg = vp_gbuf_sge(&r, 0, (uint32_t)r.len);
 
-	sg[0] = sge_of(&l, 3, 5000);
+	sg[0] = vp_gbuf_sge(&l, 3, 5000);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			  .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 10),
 			  .sg = sg, .nsg = 1 };
@@ -2437,7 +2338,7 @@ static void c_uc_data(void)
 
 	post_recv(&B, &rsg, 1, 100);
 	memset(&wr, 0, sizeof(wr));
-	sg[0] = sge_of(&l, 6000, 3000);
+	sg[0] = vp_gbuf_sge(&l, 6000, 3000);
 	wr.wr_id = 2;
 	wr.sg_list = sg;
 	wr.num_sge = 1;
@@ -2459,11 +2360,11 @@ static void c_uc_data(void)
 		char what[64];
 
 		snprintf(what, sizeof(what), "UC send of %u bytes", n);
-		fill(l.p, n, (uint8_t)(0x60 + i));
+		vp_fill_tag8(l.p, n, (uint8_t)(0x60 + i));
 		memset(r.p, 0, r.len);
 		post_recv(&B, &rsg, 1, 200 + i);
-		sg[0] = sge_of(&l, 0, half);
-		sg[1] = sge_of(&l, half, n - half);
+		sg[0] = vp_gbuf_sge(&l, 0, half);
+		sg[1] = vp_gbuf_sge(&l, half, n - half);
 		o = (struct xop){ .op = i & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
 				  .wr_id = 10 + i, .flags = IBV_SEND_SIGNALED,
 				  .imm = imm + (uint32_t)i, .sg = half ? sg : &sg[1],
@@ -2472,14 +2373,14 @@ static void c_uc_data(void)
 			expect_wc(&A, 10 + i, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, what);
 		if (!expect_recv(&B, 200 + i, IBV_WC_RECV, n, i & 1 ? IBV_WC_WITH_IMM : 0,
 				 htonl(imm + (uint32_t)i), 10, what) &&
-		    (memcmp(r.p, l.p, n) || diff_byte(r.p + n, r.len - n, 0) >= 0))
+		    (memcmp(r.p, l.p, n) || vp_diff_byte(r.p + n, r.len - n, 0) >= 0))
 			vc_fail("%s: bytes differ", what);
 	}
 
 	/* send_imm with inline data through ibv_post_send */
 	post_recv(&B, &rsg, 1, 300);
-	fill(l.p, 100, 0x77);
-	sg[0] = sge_of(&l, 0, 100);
+	vp_fill_tag8(l.p, 100, 0x77);
+	sg[0] = vp_gbuf_sge(&l, 0, 100);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 30;
 	wr.sg_list = sg;
@@ -2490,7 +2391,7 @@ static void c_uc_data(void)
 	if (!post_send_ok(&A, &wr, "UC inline send_imm")) {
 		memset(l.p, 0, 100);
 		expect_wc(&A, 30, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "UC inline send_imm");
-		fill(l.p, 100, 0x77);
+		vp_fill_tag8(l.p, 100, 0x77);
 	}
 	if (!expect_recv(&B, 300, IBV_WC_RECV, 100, IBV_WC_WITH_IMM, htonl(~imm), 10,
 			 "UC inline send_imm received") && memcmp(r.p, l.p, 100))
@@ -2498,8 +2399,8 @@ static void c_uc_data(void)
 	expect_state(&A, IBV_QPS_RTS, "UC requester");
 	expect_state(&B, IBV_QPS_RTS, "UC responder");
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -2539,7 +2440,7 @@ static void c_uc_refused(void)
 	static const enum ibv_wr_opcode ops[] = { IBV_WR_RDMA_READ,
 		IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD };
 	struct target t;
-	struct buf l;
+	struct vp_gbuf l;
 	struct ibv_sge sg;
 	struct ibv_send_wr wr[2], *bad;
 	size_t i;
@@ -2552,8 +2453,8 @@ static void c_uc_refused(void)
 	uc_ops_refused(IBV_QP_EX_WITH_LOCAL_INV, "LOCAL_INV");
 	t = target_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0x32);
 	l = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x52);
-	sg = sge_of(&l, 0, 8);
+	vp_fill_tag8(l.p, l.len, 0x52);
+	sg = vp_gbuf_sge(&l, 0, 8);
 
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		char what[80];
@@ -2616,7 +2517,7 @@ out:
 	expect_state(&A, IBV_QPS_RTS, "UC requester after refused requests");
 	expect_state(&B, IBV_QPS_RTS, "UC responder");
 	target_free(&t);
-	buf_free(&l);
+	vp_gbuf_free(&l);
 	pair_down();
 }
 
@@ -2629,7 +2530,7 @@ out:
 static void c_uc_drops(void)
 {
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	struct xop o;
 
@@ -2637,10 +2538,10 @@ static void c_uc_drops(void)
 	t = target_new(&B, 8192, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0x33);
 	l = buf_new(&A, 8192, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	fill(l.p, l.len, 0x53);
+	vp_fill_tag8(l.p, l.len, 0x53);
 	memset(r.p, 0, r.len);
 
-	sg = sge_of(&l, 0, 3000);
+	sg = vp_gbuf_sge(&l, 0, 3000);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			  .rkey = t.b.mr->rkey ^ 0x00100000u, .raddr = target_addr(&t, 0),
 			  .sg = &sg, .nsg = 1 };
@@ -2664,16 +2565,16 @@ static void c_uc_drops(void)
 	target_check(&t, "UC writes: two dropped, one landed");
 
 	/* a send with no receive posted: dropped; the next one arrives */
-	sg = sge_of(&l, 0, 2000);
+	sg = vp_gbuf_sge(&l, 0, 2000);
 	o = (struct xop){ .op = IBV_WR_SEND, .wr_id = 4, .flags = IBV_SEND_SIGNALED,
 			  .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC send, no receive"))
 		expect_wc(&A, 4, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "UC send, no receive");
 	vp_sleep_us(200000);
 	expect_no_wc(&B, 0.05, "UC send with no receive posted");
-	rsg = sge_of(&r, 0, 4096);
+	rsg = vp_gbuf_sge(&r, 0, 4096);
 	post_recv(&B, &rsg, 1, 100);
-	sg = sge_of(&l, 2000, 1500);
+	sg = vp_gbuf_sge(&l, 2000, 1500);
 	o.wr_id = 5;
 	if (!xpost_ok(&A, &o, 1, "UC send after the dropped one"))
 		expect_wc(&A, 5, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
@@ -2685,28 +2586,28 @@ static void c_uc_drops(void)
 
 	/* a send larger than the receive: dropped, the receive kept */
 	memset(r.p, 0, r.len);
-	rsg = sge_of(&r, 0, 100);
+	rsg = vp_gbuf_sge(&r, 0, 100);
 	post_recv(&B, &rsg, 1, 101);
-	sg = sge_of(&l, 0, 200);
+	sg = vp_gbuf_sge(&l, 0, 200);
 	o.wr_id = 6;
 	if (!xpost_ok(&A, &o, 1, "UC send larger than the receive"))
 		expect_wc(&A, 6, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
 			  "UC send larger than the receive");
 	vp_sleep_us(200000);
-	sg = sge_of(&l, 300, 50);
+	sg = vp_gbuf_sge(&l, 300, 50);
 	o.wr_id = 7;
 	if (!xpost_ok(&A, &o, 1, "UC send that fits"))
 		expect_wc(&A, 7, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, "UC send that fits");
 	if (!expect_recv(&B, 101, IBV_WC_RECV, 50, 0, 0, 10,
 			 "UC send that fits, into the receive the large one left") &&
-	    (memcmp(r.p, l.p + 300, 50) || diff_byte(r.p + 100, r.len - 100, 0) >= 0))
+	    (memcmp(r.p, l.p + 300, 50) || vp_diff_byte(r.p + 100, r.len - 100, 0) >= 0))
 		vc_fail("UC send that fits: bytes differ (or the dropped one wrote past the receive)");
 	expect_no_wc(&B, 0.05, "after the UC drops");
 	expect_state(&A, IBV_QPS_RTS, "UC requester after the drops");
 	expect_state(&B, IBV_QPS_RTS, "UC responder after the drops");
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 
@@ -2719,7 +2620,7 @@ static void c_uc_drops(void)
 static void c_uc_mw(void)
 {
 	struct target t;
-	struct buf r;
+	struct vp_gbuf r;
 	struct ibv_sge sg, rsg;
 	struct ibv_mw *mw;
 	uint32_t k;
@@ -2729,14 +2630,14 @@ static void c_uc_mw(void)
 	t = target_new(&B, 3 * PAGE, 64, W_ACCESS, 0x37);
 	L = buf_new(&A, 16384, 0, IBV_ACCESS_LOCAL_WRITE);
 	r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
-	rsg = sge_of(&r, 0, 4096);
+	rsg = vp_gbuf_sge(&r, 0, 4096);
 	mw = mw_alloc(B.pd, IBV_MW_TYPE_2);
 	k = ibv_inc_rkey(mw->rkey);
 	bind2(&B, mw, k, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, IBV_ACCESS_REMOTE_WRITE,
 	      0, IBV_WC_SUCCESS, "type 2 bound through a UC QP");
 
-	fill(L.p, W1_LEN, 0x38);
-	sg = sge_of(&L, 0, W1_LEN);
+	vp_fill_tag8(L.p, W1_LEN, 0x38);
+	sg = vp_gbuf_sge(&L, 0, W1_LEN);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			  .rkey = k, .raddr = target_addr(&t, W1_OFF), .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC write through the window"))
@@ -2748,7 +2649,7 @@ static void c_uc_mw(void)
 
 	/* a SEND_WITH_INV of a key that may not be invalidated: dropped */
 	post_recv(&B, &rsg, 1, 100);
-	sg = sge_of(&L, 0, 16);
+	sg = vp_gbuf_sge(&L, 0, 16);
 	o = (struct xop){ .op = IBV_WR_SEND_WITH_INV, .wr_id = 2, .flags = IBV_SEND_SIGNALED,
 			  .inv = t.b.mr->rkey, .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC SEND_WITH_INV of an MR's key"))
@@ -2767,8 +2668,8 @@ static void c_uc_mw(void)
 		    "UC SEND_WITH_INV of the window received");
 
 	/* the dead key: the write is dropped, the next one lands */
-	fill(L.p, 64, 0x39);
-	sg = sge_of(&L, 0, 64);
+	vp_fill_tag8(L.p, 64, 0x39);
+	sg = vp_gbuf_sge(&L, 0, 64);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 4, .flags = IBV_SEND_SIGNALED,
 			  .rkey = k, .raddr = target_addr(&t, W1_OFF), .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC write with the invalidated key"))
@@ -2785,7 +2686,7 @@ static void c_uc_mw(void)
 	expect_state(&A, IBV_QPS_RTS, "UC requester");
 	expect_state(&B, IBV_QPS_RTS, "UC responder");
 	mw_free(mw, "type 2 on UC");
-	buf_free(&r);
+	vp_gbuf_free(&r);
 	mw_teardown(&t);
 }
 
@@ -2800,8 +2701,8 @@ static void c_uc_mw(void)
 #define BATCH		16
 
 struct uc_run {
-	struct buf l;			/* A: BATCH source slots, reused */
-	struct buf r;			/* B: a receive slot per message */
+	struct vp_gbuf l;			/* A: BATCH source slots, reused */
+	struct vp_gbuf r;			/* B: a receive slot per message */
 	struct target t;		/* B: a write slot per message */
 	uint32_t len[LOSS_N + CLEAN_N];
 	int n;				/* messages: LOSS_N lossy, then CLEAN_N */
@@ -2809,12 +2710,12 @@ struct uc_run {
 	int delivered, lost, partial, clean_delivered;
 };
 
-/* Message s: its number (4 bytes), then fill()'s pattern. */
+/* Message s: its number (4 bytes), then vp_fill_tag8()'s pattern. */
 static uint8_t msg_byte(int s, size_t j)
 {
 	uint32_t v = (uint32_t)s;
 
-	return j < 4 ? ((const uint8_t *)&v)[j] : pat(j, (uint8_t)(s * 3 + 1));
+	return j < 4 ? ((const uint8_t *)&v)[j] : vp_tag8(j, (uint8_t)(s * 3 + 1));
 }
 
 static void msg_fill(uint8_t *p, int s, uint32_t len)
@@ -2880,7 +2781,7 @@ static int uc_send_range(struct uc_run *u, int from, int to, int writes)
 		for (k = 0; k < m; k++) {
 			s = i + k;
 			msg_fill(u->l.p + (size_t)k * SLOT, s, u->len[s]);
-			sg[k] = sge_of(&u->l, (size_t)k * SLOT, u->len[s]);
+			sg[k] = vp_gbuf_sge(&u->l, (size_t)k * SLOT, u->len[s]);
 			o[k] = (struct xop){ .wr_id = (uint64_t)s, .flags = IBV_SEND_SIGNALED,
 					     .imm = (uint32_t)s, .sg = &sg[k], .nsg = 1 };
 			if (writes) {
@@ -2950,7 +2851,7 @@ static void uc_sends(struct uc_run *u, const char *pct)
 	uc_up();
 	memset(u->r.p, 0, u->r.len);
 	for (k = 0; k < u->n; k++) {
-		rsg = sge_of(&u->r, (size_t)k * SLOT, MSG_MAX);
+		rsg = vp_gbuf_sge(&u->r, (size_t)k * SLOT, MSG_MAX);
 		post_recv(&B, &rsg, 1, 1000 + (uint64_t)k);
 	}
 	if (loss_on(pct) || uc_send_range(u, 0, LOSS_N, 0))
@@ -2986,7 +2887,7 @@ static void uc_sends(struct uc_run *u, const char *pct)
 		    ((s & 1) && wc[k].imm_raw != htonl((uint32_t)s)))
 			vc_fail("%s (message %d): wc_flags %#x imm %#x", what, s,
 			     wc[k].wc_flags, ntohl(wc[k].imm_raw));
-		if (diff_byte(p + MSG_MAX, SLOT - MSG_MAX, 0) >= 0)
+		if (vp_diff_byte(p + MSG_MAX, SLOT - MSG_MAX, 0) >= 0)
 			vc_fail("%s: written past the receive", what);
 		if (s < LOSS_N)
 			u->delivered++;
@@ -3018,7 +2919,7 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 	static struct wcx wc[LOSS_N + CLEAN_N];
 	static char has_wc[LOSS_N + CLEAN_N];
 	int k, s, nimm = 0, got, prev = -1, ok = 1;
-	struct ibv_sge rsg = sge_of(&u->r, 0, MSG_MAX);
+	struct ibv_sge rsg = vp_gbuf_sge(&u->r, 0, MSG_MAX);
 	char what[96];
 	long d;
 
@@ -3055,7 +2956,7 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 		snprintf(what, sizeof(what), "UC write %d of %u bytes, loss %s%%", s,
 			 u->len[s], pct);
 		d = msg_diff(p, s, u->len[s]);
-		if (d >= 0 && diff_byte(p + d, u->len[s] - (size_t)d, UNTOUCHED) >= 0) {
+		if (d >= 0 && vp_diff_byte(p + d, u->len[s] - (size_t)d, UNTOUCHED) >= 0) {
 			uint32_t v;
 
 			/* whose bytes are they?  (a message starts with its number) */
@@ -3067,7 +2968,7 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 				     msg_diff(p, (int)v, u->len[s] < u->len[v] ?
 					      u->len[s] : u->len[v]) < 0 ? "" : " (in part)");
 		}
-		if (diff_byte(p + u->len[s], SLOT - u->len[s], UNTOUCHED) >= 0)
+		if (vp_diff_byte(p + u->len[s], SLOT - u->len[s], UNTOUCHED) >= 0)
 			vc_fail("%s: written past its end", what);
 		if (d >= 0 && has_wc[s])
 			vc_fail("%s: its receive completed but byte %ld is missing", what, d);
@@ -3082,7 +2983,7 @@ static void uc_writes(struct uc_run *u, const char *pct, int *whole, int *partia
 		else
 			(*absent)++;
 	}
-	check_guards(&u->t.b, "UC write slots");
+	vp_gbuf_check_guards(&u->t.b, PAGE, "UC write slots");
 	expect_state(&A, IBV_QPS_RTS, "UC requester after the writes");
 	expect_state(&B, IBV_QPS_RTS, "UC responder after the writes");
 	snprintf(what, sizeof(what), "UC write_imm, loss %s%%: receives left", pct);
@@ -3124,8 +3025,8 @@ static void c_uc_loss(void)
 		if (!vc_fails() && (u.delivered == 0 || whole == 0))
 			vc_fail("loss %s%%: no message got through under loss", pct);
 	}
-	buf_free(&u.l);
-	buf_free(&u.r);
+	vp_gbuf_free(&u.l);
+	vp_gbuf_free(&u.r);
 	target_free(&u.t);
 	/* make sure the link is clean for whatever runs next */
 	if (vc_fails())
@@ -3140,7 +3041,7 @@ static void c_uc_loss(void)
 static void c_uc_reuse(void)
 {
 	struct target t;
-	struct buf l, r;
+	struct vp_gbuf l, r;
 	struct ibv_sge sg, rsg;
 	uint8_t keep[4000];
 	struct xop o;
@@ -3157,9 +3058,9 @@ static void c_uc_reuse(void)
 	if (netem_on("delay 20ms"))
 		goto out;
 
-	fill(l.p, 5000, 0x35);
+	vp_fill_tag8(l.p, 5000, 0x35);
 	memcpy(t.model + 100, l.p, 5000);
-	sg = sge_of(&l, 0, 5000);
+	sg = vp_gbuf_sge(&l, 0, 5000);
 	o = (struct xop){ .op = IBV_WR_RDMA_WRITE, .wr_id = 1, .flags = IBV_SEND_SIGNALED,
 			  .rkey = t.b.mr->rkey, .raddr = target_addr(&t, 100), .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC write") &&
@@ -3168,11 +3069,11 @@ static void c_uc_reuse(void)
 	wait_target(&t, 2);
 	target_check(&t, "UC write whose buffer was reused after its completion");
 
-	rsg = sge_of(&r, 0, 8192);
+	rsg = vp_gbuf_sge(&r, 0, 8192);
 	post_recv(&B, &rsg, 1, 100);
-	fill(l.p, sizeof(keep), 0x36);
+	vp_fill_tag8(l.p, sizeof(keep), 0x36);
 	memcpy(keep, l.p, sizeof(keep));
-	sg = sge_of(&l, 0, sizeof(keep));
+	sg = vp_gbuf_sge(&l, 0, sizeof(keep));
 	o = (struct xop){ .op = IBV_WR_SEND, .wr_id = 2, .flags = IBV_SEND_SIGNALED,
 			  .sg = &sg, .nsg = 1 };
 	if (!xpost_ok(&A, &o, 1, "UC send") &&
@@ -3189,8 +3090,8 @@ static void c_uc_reuse(void)
 	run_cmd(netem_off_cmd);
 out:
 	target_free(&t);
-	buf_free(&l);
-	buf_free(&r);
+	vp_gbuf_free(&l);
+	vp_gbuf_free(&r);
 	pair_down();
 }
 

@@ -459,6 +459,112 @@ long vp_diff_pat(const uint8_t *p, size_t len, uint32_t tag, size_t start)
 	return -1;
 }
 
+/* ---- guarded buffers ------------------------------------------------------------ */
+
+static size_t gbuf_maplen(size_t off, size_t len)
+{
+	return (off + len + 2 * VP_PAGE + VP_PAGE - 1) & ~(size_t)(VP_PAGE - 1);
+}
+
+struct vp_gbuf vp_gbuf_new(struct ibv_pd *pd, size_t len, size_t off, int access)
+{
+	struct vp_gbuf b = { 0 };
+	size_t maplen = gbuf_maplen(off, len);
+	uint8_t *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		vp_die_errno("mmap");
+	memset(m, VP_GUARD, maplen);
+	b.p = m + VP_PAGE + off;
+	b.len = len;
+	if (access >= 0) {
+		b.mr = ibv_reg_mr(pd, b.p, len, access);
+		if (!b.mr)
+			vp_die_errno("ibv_reg_mr");
+	}
+	return b;
+}
+
+void vp_gbuf_free(struct vp_gbuf *b)
+{
+	uint8_t *m = (uint8_t *)((uintptr_t)(b->p - VP_PAGE) & ~(uintptr_t)(VP_PAGE - 1));
+
+	if (b->mr && ibv_dereg_mr(b->mr))
+		vc_fail("ibv_dereg_mr: %s", strerror(errno));
+	munmap(m, gbuf_maplen((size_t)(b->p - VP_PAGE - m), b->len));
+	b->p = NULL;
+	b->mr = NULL;
+}
+
+long vp_diff_byte(const uint8_t *p, size_t len, uint8_t v)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != v)
+			return (long)i;
+	return -1;
+}
+
+void vp_gbuf_check_guards(const struct vp_gbuf *b, size_t n, const char *what)
+{
+	long i = vp_diff_byte(b->p - n, n, VP_GUARD);
+	long j = vp_diff_byte(b->p + b->len, n, VP_GUARD);
+
+	if (i >= 0)
+		vc_fail("%s: guard byte at start-%ld changed to %#x", what,
+			(long)n - i, b->p[i - (long)n]);
+	if (j >= 0)
+		vc_fail("%s: guard byte at end+%ld changed to %#x", what, j,
+			b->p[b->len + j]);
+}
+
+struct ibv_sge vp_gbuf_sge(const struct vp_gbuf *b, size_t off, uint32_t len)
+{
+	struct ibv_sge sg = {
+		.addr = (uintptr_t)(b->p + off), .length = len,
+		.lkey = b->mr ? b->mr->lkey : 0,
+	};
+	return sg;
+}
+
+uint8_t vp_tag8(size_t i, uint8_t tag)
+{
+	return (uint8_t)(tag + i * 7 + (i >> 8));
+}
+
+void vp_fill_tag8(uint8_t *p, size_t len, uint8_t tag)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = vp_tag8(i, tag);
+}
+
+const char *vp_qp_state_str(enum ibv_qp_state st)
+{
+	static const char *n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE",
+				   "ERR", "UNKNOWN" };
+
+	return st <= IBV_QPS_UNKNOWN ? n[st] : "?";
+}
+
+void vc_expect_qp_state(struct ibv_qp *qp, const char *who, enum ibv_qp_state want,
+			const char *what)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia)) {
+		vc_fail("%s: ibv_query_qp(%s): %s", what, who, strerror(errno));
+		return;
+	}
+	if (a.qp_state != want)
+		vc_fail("%s: %s QP state %s, expected %s", what, who,
+			vp_qp_state_str(a.qp_state), vp_qp_state_str(want));
+}
+
 /* ---- posting -------------------------------------------------------------------- */
 
 int vp_post_rdma(struct vp_ep *e, enum ibv_wr_opcode op, void *laddr,

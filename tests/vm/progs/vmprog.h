@@ -157,6 +157,36 @@ void vp_fill_pat(uint8_t *p, size_t len, uint32_t tag, size_t start);
 /* First index where p differs from the pattern, or -1. */
 long vp_diff_pat(const uint8_t *p, size_t len, uint32_t tag, size_t start);
 
+/*
+ * Guarded buffers: @len bytes at page offset @off of a fresh mapping, with
+ * VP_GUARD bytes in the page either side (what a stray write past an SGE or
+ * a target range would hit), registered on @pd with @access unless < 0.
+ */
+#define VP_GUARD	0xee
+struct vp_gbuf {
+	uint8_t *p;
+	size_t len;
+	struct ibv_mr *mr;
+};
+
+struct vp_gbuf vp_gbuf_new(struct ibv_pd *pd, size_t len, size_t off, int access);
+/* Deregister (a failure is the case's: vc_fail) and unmap. */
+void vp_gbuf_free(struct vp_gbuf *b);
+/* vc_fail unless the @n bytes either side of b are still VP_GUARD. */
+void vp_gbuf_check_guards(const struct vp_gbuf *b, size_t n, const char *what);
+/* One SGE over [off, off + len) of b, with its lkey (0 if unregistered). */
+struct ibv_sge vp_gbuf_sge(const struct vp_gbuf *b, size_t off, uint32_t len);
+/* First index where p is not @v, or -1. */
+long vp_diff_byte(const uint8_t *p, size_t len, uint8_t v);
+/* A byte pattern keyed by an 8-bit tag (the verbs_errors/verbs_ex one). */
+uint8_t vp_tag8(size_t i, uint8_t tag);
+void vp_fill_tag8(uint8_t *p, size_t len, uint8_t tag);
+
+const char *vp_qp_state_str(enum ibv_qp_state st);
+/* vc_fail unless @qp (named @who) is in @want. */
+void vc_expect_qp_state(struct ibv_qp *qp, const char *who, enum ibv_qp_state want,
+			const char *what);
+
 /* ---- posting ---------------------------------------------------------------- */
 
 /* One signaled work request with one SGE; returns ibv_post_send's value. */

@@ -288,7 +288,7 @@ static const char *op_name(uint8_t op)
 struct wf {
 	uint8_t ver, op, flags, status;
 	uint32_t dst, src, psn, ack;
-	uint16_t paylen, rsvd;
+	uint16_t paylen, rsvd;	/* rsvd: the epoch (4.5) */
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t imm;
@@ -446,8 +446,8 @@ static bool wf_fields_ok(const struct wf *f)
 
 	if ((f->dst | f->src | f->psn | f->ack) & ~PSN_MASK)
 		return false;
-	if (f->rsvd)
-		return false;
+	if (f->rsvd && !op_seq(f->op) && f->op != OP_LOST)
+		return false;	/* an epoch only on sequenced frames and LOST */
 	if (f->flags & ~(FL_ACKREQ | o->flags))
 		return false;
 	if (f->status && (f->op != OP_ACK || f->status > 3))
@@ -791,6 +791,7 @@ struct aqp {
 	uint32_t exp;		/* rcv_nxt */
 	uint8_t nak_st;
 	bool lost_sent, stop_sent, dup_acked;
+	uint16_t lost_epoch;	/* of the frame our last LOST answered */
 	uint8_t rx_msg;		/* 0, OP_WRITE or OP_SEND: inside a message */
 	bool rx_claimed;
 	uint32_t rx_off, rx_cap;
@@ -1208,8 +1209,11 @@ static int aqp_seq(struct aqp *q, const struct wf *f)
 				q->dup_acked = true;	/* an ACK is owed */
 			return C_DUP;
 		}
-		if (!q->lost_sent && !q->stop_sent) {
+		/* once per gap and round, and for every frame that asks */
+		if (!q->stop_sent && (!q->lost_sent || f->rsvd != q->lost_epoch ||
+				      (f->flags & FL_ACKREQ))) {
 			q->lost_sent = true;
+			q->lost_epoch = f->rsvd;
 			ctl_expect(q, OP_LOST, 0, q->exp);
 		}
 		return C_OOS;
@@ -2401,7 +2405,7 @@ static void gen_codec(struct aqp *q)
 		case 7:
 			b[4 + 4 * below(4)] = (uint8_t)range(1, 255);
 			break;
-		case 8:
+		case 8:		/* an epoch: a fault except on sequenced ops and LOST */
 			put16(b + 22, (uint16_t)range(1, 0xffff));
 			break;
 		case 9:
@@ -4120,8 +4124,11 @@ static int flood_frame(uint8_t *b, size_t *len)
 	case 4:
 		m[pct(50) ? 0 : 1] = pct(50) ? (uint8_t)range(2, 255) : unassigned_op();
 		break;
-	default:
-		put16(m + 22, (uint16_t)range(1, 0xffff));	/* reserved */
+	default:	/* an epoch where none may be, or an unknown flag */
+		if (op_seq(f.op) || f.op == OP_LOST)
+			m[2] |= (uint8_t)(0x10 << below(4));
+		else
+			put16(m + 22, (uint16_t)range(1, 0xffff));
 		break;
 	}
 	*len = 14 + n;

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The loss-adaptive send-ahead window (docs/protocol.md 4.3): a loss halves
+// it once per episode, a timeout every time, and acknowledged frames after
+// the episode grow it back by one per window, never past cfg.window.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "harness.h"
+#include "pair.h"
+
+using namespace mbcft;
+
+namespace {
+
+class Window : public Pair {
+protected:
+	// Move a's frames to b, dropping those whose index is in `drop`.
+	void deliver_but(Env &from, Env &to, std::initializer_list<size_t> drop)
+	{
+		size_t i = 0;
+
+		while (!from.out.empty()) {
+			auto fr = from.out.front();
+			from.out.pop_front();
+			if (std::find(drop.begin(), drop.end(), i++) == drop.end())
+				deliver(to, fr, now);
+		}
+	}
+
+	void post_writes(int n)
+	{
+		for (int i = 0; i < n; i++)
+			post(a, MBCF_OP_WRITE, 8);
+	}
+
+	void expect_all_done(size_t n)
+	{
+		ASSERT_EQ(a.cqes.size(), n);
+		for (size_t i = 0; i < n; i++) {
+			EXPECT_EQ(a.cqes[i].status, MBCF_WC_SUCCESS) << i;
+			EXPECT_EQ(a.cqes[i].cookie, i + 1) << i;
+		}
+	}
+};
+
+TEST_F(Window, StartsAtTheConfiguredWindow)
+{
+	EXPECT_EQ(a.conn.wnd, 16u);
+	defer = true;
+	post_writes(40);
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_EQ(a.out.size(), 16u);
+	settle(a, b, now);
+	expect_all_done(40);
+	EXPECT_EQ(a.conn.wnd, 16u);	// no loss, no change
+	EXPECT_EQ(a.conn.ctr.window_cuts, 0u);
+}
+
+// psn 100 is lost: b answers the gap with LOST(100), a halves its window
+// and resends 100.. within the new one.  A second loss among the resent
+// frames, sent before the cut, belongs to the same episode.
+TEST_F(Window, LossHalvesItOncePerEpisode)
+{
+	defer = true;
+	post_writes(40);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 16u);		// psn 100..115
+	deliver_but(a, b, {0});
+	// LOST for the first frame after the gap and the two that ask (7, 15)
+	EXPECT_EQ(b.conn.ctr.lost_tx, 3u);
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 15u);
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 1u);
+	EXPECT_EQ(a.conn.wnd, 8u);
+	ASSERT_EQ(a.out.size(), 8u);		// 100..107: the new window
+	EXPECT_EQ(frame(a, 0).psn, 100u);
+	EXPECT_EQ(frame(a, 7).psn, 107u);
+	EXPECT_EQ(a.conn.ctr.retransmits, 8u);
+
+	deliver_but(a, b, {3});			// 103 lost this time
+	EXPECT_EQ(b.conn.ctr.lost_tx, 5u);	// 104 (a new round), 107 (asks)
+	pump(b, a, now);			// ACK up to 103, LOST(103) x2
+	EXPECT_EQ(a.conn.snd_una, 103u);
+	EXPECT_EQ(a.conn.ctr.lost_rx, 5u);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 1u);	// same episode: no cut
+	EXPECT_EQ(a.conn.wnd, 8u);
+	EXPECT_EQ(a.out.size(), 8u);		// 103..110, resent once
+
+	settle(a, b, now);
+	expect_all_done(40);
+	// After the episode (everything before psn 116 acknowledged) psns
+	// 116..139 were acknowledged: 8 of them grow it to 9, 9 more to 10,
+	// the last 7 wait for 10.
+	EXPECT_EQ(a.conn.wnd, 10u);
+	EXPECT_EQ(a.conn.wnd_acked, 7u);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 1u);
+}
+
+// A loss after the episode ended is a new one: halved again.
+TEST_F(Window, ANewEpisodeCutsAgain)
+{
+	defer = true;
+	post_writes(16);
+	mbcf_conn_kick(&a.conn, now);
+	deliver_but(a, b, {0});
+	pump(b, a, now);
+	settle(a, b, now);
+	ASSERT_EQ(a.conn.wnd, 8u);
+	post_writes(16);			// psn 116..131
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 8u);
+	deliver_but(a, b, {1});			// 117 lost
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 2u);
+	EXPECT_EQ(a.conn.wnd, 4u);
+	settle(a, b, now);
+	expect_all_done(32);
+}
+
+// Timeouts cut every time (the link may be gone), down to MBCF_WINDOW_MIN.
+TEST_F(Window, TimeoutHalvesItEachTimeDownToTheMinimum)
+{
+	defer = true;
+	post_writes(20);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 16u);
+	a.out.clear();				// all lost
+	fire(a);
+	EXPECT_EQ(a.conn.wnd, 8u);
+	EXPECT_EQ(a.out.size(), 8u);
+	a.out.clear();
+	fire(a);
+	EXPECT_EQ(a.conn.wnd, 4u);
+	EXPECT_EQ(a.out.size(), 4u);
+	a.out.clear();
+	fire(a);
+	EXPECT_EQ(a.conn.wnd, (uint32_t)MBCF_WINDOW_MIN);
+	EXPECT_EQ(a.out.size(), (size_t)MBCF_WINDOW_MIN);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 3u);
+	EXPECT_EQ(a.conn.ctr.timeouts, 3u);
+	settle(a, b, now);
+	expect_all_done(20);
+}
+
+// The acknowledgement interval follows the window now in use: after a cut
+// to 8, a burst asks every 4 frames and when the window fills.
+TEST_F(Window, AckRequestsFollowTheCurrentWindow)
+{
+	defer = true;
+	post_writes(16);
+	mbcf_conn_kick(&a.conn, now);
+	a.out.clear();
+	fire(a);				// wnd 8, resend 100..107
+	ASSERT_EQ(a.conn.wnd, 8u);
+	ASSERT_EQ(a.out.size(), 8u);
+	int asks = 0;
+	for (size_t i = 0; i < 8; i++)
+		asks += !!(frame(a, i).flags & MBCF_F_ACKREQ);
+	EXPECT_TRUE(frame(a, 7).flags & MBCF_F_ACKREQ);	// fills the window
+	EXPECT_EQ(asks, 2);
+	settle(a, b, now);
+	expect_all_done(16);
+}
+
+// Regrowth stops at the configured window: 8 -> 16 needs 8+9+...+15 = 92
+// frames acknowledged after the episode; 200 more leave it at 16.
+TEST_F(Window, RegrowsToTheConfiguredWindowAndNoFurther)
+{
+	defer = true;
+	post_writes(16);
+	mbcf_conn_kick(&a.conn, now);
+	a.out.clear();
+	fire(a);
+	settle(a, b, now);
+	ASSERT_EQ(a.conn.wnd, 8u);
+	EXPECT_EQ(a.conn.wnd_acked, 0u);	// all 16 were the episode's
+	for (int k = 0; k < 5; k++) {
+		post_writes(40);
+		mbcf_conn_kick(&a.conn, now);
+		settle(a, b, now);
+	}
+	expect_all_done(216);
+	EXPECT_EQ(a.conn.wnd, 16u);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 1u);
+}
+
+// RNR (STOP) is the receiver's state, not loss: the window stays.
+TEST_F(Window, ReceiverNotReadyIsNotALoss)
+{
+	post(a, MBCF_OP_SEND, 100);
+	settle(a, b, now);			// no receive posted: STOP
+	EXPECT_EQ(a.conn.ctr.stop_rx, 1u);
+	EXPECT_EQ(a.conn.wnd, 16u);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 0u);
+}
+
+// window_fixed (the module's window_adapt=N, for comparisons): no cut.
+TEST_F(Window, FixedWindowNeverAdapts)
+{
+	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+	ca.window_fixed = true;
+	setup(ca, default_cfg(0x22, 0x11, 200, 100));
+	defer = true;
+	post_writes(20);
+	mbcf_conn_kick(&a.conn, now);
+	deliver_but(a, b, {0});
+	pump(b, a, now);			// LOST(100)
+	EXPECT_EQ(a.out.size(), 16u);		// the whole window again
+	a.out.clear();
+	fire(a);				// and a timeout
+	EXPECT_EQ(a.out.size(), 16u);
+	EXPECT_EQ(a.conn.wnd, 16u);
+	EXPECT_EQ(a.conn.ctr.window_cuts, 0u);
+	settle(a, b, now);
+	expect_all_done(20);
+}
+
+}  // namespace
