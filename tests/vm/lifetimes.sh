@@ -219,7 +219,7 @@ vm_dmesg_mark
 vm_phase "1. destroy_qp racing frames and a streaming peer ($DESTROY_ROUNDS rounds)"
 live_start ib_send_bw 2 mbcf1
 destroy_trace on
-check with_timeout 900 "destroy race" "$prog" "${seed_opt[@]}" -f "$FLOOD" destroy "$DESTROY_ROUNDS"
+check with_timeout "$(vm_scaled 900)" "destroy race" "$prog" "${seed_opt[@]}" -f "$FLOOD" destroy "$DESTROY_ROUNDS"
 destroy_trace off
 live_kill
 after "the destroy race"
@@ -234,9 +234,9 @@ after "the destroy race"
 vm_phase "2. dereg_mr racing writes and reads ($DEREG_ROUNDS rounds)"
 echo 2 >/sys/module/mbcf/parameters/zerocopy
 live_start ib_read_bw 2 mbcf1
-check with_timeout 900 "dereg race" "$prog" "${seed_opt[@]}" -f "$FLOOD" dereg "$DEREG_ROUNDS"
+check with_timeout "$(vm_scaled 900)" "dereg race" "$prog" "${seed_opt[@]}" -f "$FLOOD" dereg "$DEREG_ROUNDS"
 # one large write / read each, deregistered while half done
-check with_timeout 600 "dereg of half-done 64 MiB operations" "$prog" "${seed_opt[@]}" deregbig 3
+check with_timeout "$(vm_scaled 600)" "dereg of half-done 64 MiB operations" "$prog" "${seed_opt[@]}" deregbig 3
 live_kill
 after "the dereg race"
 
@@ -247,7 +247,7 @@ after "the dereg race"
 vm_phase "2b. an ACK lost, then its QP destroyed: the resend is answered (lastwords)"
 closed_acks() { rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "closed_qp_ack_tx") print $(i + 1) }'; }
 c0=$(closed_acks)
-check with_timeout 120 "lastwords" "$prog" "${seed_opt[@]}" lastwords 3
+check with_timeout "$(vm_scaled 120)" "lastwords" "$prog" "${seed_opt[@]}" lastwords 3
 c1=$(closed_acks)
 check assert_match '^[0-9]+$' "${c0:-}" "closed_qp_ack_tx readable"
 check assert_eq 1 "$([ "$((${c1:-0} - ${c0:-0}))" -ge 3 ] && echo 1)" "closed_qp_ack_tx grew by at least 3 (one per round): ${c0:-?} -> ${c1:-?}"
