@@ -18,6 +18,7 @@
 #define MBCF_RX_ACCEPT		0
 #define MBCF_RX_RNR		(-1)	/* no receive posted: STOP */
 #define MBCF_RX_DROP		(-2)	/* not acceptable, not fatal */
+#define MBCF_RX_LOCAL_ERR	(-3)	/* response data has nowhere to go */
 
 static inline struct mbcf_msg *mbcf_msgq_at(const struct mbcf_msgq *r, u32 i)
 {

@@ -218,7 +218,7 @@ static int recv_read_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 	for (k = 0, off = f->offset; f->paylen && mbcf_frame_piece(f, k, &p, &n);
 	     k++, off += n)
 		if (c->ops->resp_data(c->env, m->cookie, off, p, n))
-			m->status = MBCF_WC_LOC_PROT_ERR;
+			return MBCF_RX_LOCAL_ERR;
 	m->rcvd += f->paylen;
 	if (last)
 		m->flags |= MBCF_MSG_GOT_RESP;
@@ -234,7 +234,7 @@ static int recv_atomic_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 		return MBCF_RX_DROP;
 	/* host order, as the target's memory held it */
 	if (c->ops->resp_data(c->env, m->cookie, 0, (const u8 *)&orig, 8))
-		m->status = MBCF_WC_LOC_PROT_ERR;
+		return MBCF_RX_LOCAL_ERR;
 	m->flags |= MBCF_MSG_GOT_RESP;
 	return MBCF_RX_ACCEPT;
 }
@@ -314,6 +314,17 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		mbcf_send_control(c, MBCF_OP_STOP, 0);
 	} else if (st == MBCF_RX_DROP) {
 		c->ctr.drop_bad_resp++;
+	} else if (st == MBCF_RX_LOCAL_ERR) {
+		/*
+		 * The read's or atomic's own buffer is gone (its MR was
+		 * deregistered): the request fails now, with LOC_PROT_ERR, as
+		 * in verbs -- not after the rest of a long response arrived
+		 * for nothing.  The frame is not accepted; the rest of the
+		 * response is dropped in ERROR (section 9).
+		 */
+		c->ctr.drop_local_err++;
+		mbcf_conn_enter_error(c, true, mbcf_send_pending_rd(c)->first_psn,
+				      MBCF_WC_LOC_PROT_ERR);
 	} else {
 		c->nak_status = (u8)st;
 		c->nak_psn = c->rcv_nxt;

@@ -59,6 +59,7 @@
 	X(drop_error_state,	"drop_qp_error")			\
 	X(drop_bad_ack,		"drop_bad_ack")				\
 	X(drop_bad_resp,	"drop_bad_response")			\
+	X(drop_local_err,	"drop_local_error")			\
 	X(drop_bad_qkey,	"drop_bad_qkey")			\
 	X(remote_errors,	"remote_errors")			\
 	X(recv_completions,	"recv_completions")			\

@@ -145,7 +145,8 @@ inline int64_t rx_unaccounted(const Env &e)
 		     s.drop_truncated + s.drop_bad_version + s.drop_bad_opcode +
 		     s.drop_bad_length + s.drop_wrong_qp + s.drop_out_of_seq +
 		     s.drop_duplicate + s.drop_stopped + s.drop_error_state +
-		     s.drop_bad_ack + s.drop_bad_resp + s.drop_bad_qkey;
+		     s.drop_bad_ack + s.drop_bad_resp + s.drop_local_err +
+		     s.drop_bad_qkey;
 	return (int64_t)s.rx_frames - (int64_t)v;
 }
 

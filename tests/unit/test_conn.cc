@@ -1075,6 +1075,42 @@ TEST_F(Pair, LocalProtectionErrorFlushesAcknowledgedLaterRequests)
 	EXPECT_EQ(b.target_writes, 1);	// it did land
 }
 
+// A long read whose local buffer goes away (verbs: its MR deregistered)
+// fails at the first response frame that cannot be placed, as rxe does: not
+// after the rest of the response has arrived for nothing (64 MiB of it took
+// over 30 s under load).  The frame is not accepted (drop_local_error), the
+// rest is dropped in ERROR, and nothing of it is acknowledged.
+TEST_F(Pair, LocalProtectionErrorFailsALongReadAtOnce)
+{
+	uint64_t c = post(a, MBCF_OP_READ_REQ, 20000);	// 14 response frames
+	uint64_t w = post(a, MBCF_OP_WRITE, 10);
+	a.local[c].resize(3000);	// room for two frames of it
+	pump(a, b, now);		// the read and the write
+	ASSERT_GE(b.out.size(), 4u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_READ_RESP);
+	b.out.resize(3);		// two frames placed, the third cannot be
+	uint32_t failed_psn = frame(b, 2).psn;
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.ctr.rx_accepted, 2u);
+	EXPECT_EQ(a.conn.ctr.drop_local_err, 1u);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].cookie, c);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.cqes[1].cookie, w);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(a.error_status, MBCF_WC_LOC_PROT_ERR);
+	EXPECT_EQ(a.conn.rcv_nxt, failed_psn);	// not accepted
+	size_t sent = a.out.size();
+	b.out.clear();
+	now += 2 * kMs;
+	mbcf_conn_timeout(&b.conn, now);	// B resends: A, in ERROR, drops it all
+	pump(b, a, now);
+	EXPECT_EQ(a.out.size(), sent);	// and says nothing
+	EXPECT_GT(a.conn.ctr.drop_error_state, 0u);
+	EXPECT_EQ(a.conn.ctr.drop_local_err, 1u);
+}
+
 // A request whose local buffer is gone when its frame is built (verbs:
 // the MR was deregistered under it) fails with LOC_PROT_ERR; what came
 // before completes, what comes after is flushed.
