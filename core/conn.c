@@ -114,7 +114,7 @@ int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 	c->rcv_nxt = cfg->rq_psn & MBCF_PSN_MASK;
 	c->retry_left = cfg->retry_cnt;
 	c->rnr_left = cfg->rnr_retry;
-	c->rto_cur = cfg->rto_ns;
+	c->rto_cur = c->rto_base = cfg->rto_ns;
 	c->state = MBCF_CONN_RTS;
 	return MBCF_POST_OK;
 }
@@ -146,7 +146,9 @@ int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
 	c->cfg.min_rnr_ns = cfg->min_rnr_ns;
 	c->retry_left = cfg->retry_cnt;
 	c->rnr_left = cfg->rnr_retry;
-	c->rto_cur = cfg->rto_ns;
+	c->rto_cur = c->rto_base = cfg->rto_ns;
+	c->srtt = c->rttvar = 0;
+	c->rtt_timing = c->rto_backoff = false;
 	return MBCF_POST_OK;
 }
 

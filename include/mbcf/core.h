@@ -283,7 +283,15 @@ struct mbcf_conn {
 	bool local_failed;	/* a local request failed: start nothing more */
 	bool snd_fixed;		/* our stream's start psn is settled */
 	u8 retry_left, rnr_left;
-	u64 rto_cur;
+	u64 rto_cur;		/* timeout now: rto_base, doubled per retry */
+	u64 rto_base;		/* after progress: max(cfg.rto_ns, srtt + 4 *
+				 * rttvar), at most cfg.rto_max_ns (7.1) */
+	u64 srtt, rttvar;	/* measured round trip, ns (0: no sample) */
+	u64 rtt_at;		/* when rtt_psn left */
+	u32 rtt_psn;		/* a first-sent ACKREQ frame being timed */
+	bool rtt_timing;	/* ... valid: no go-back since it left */
+	bool rto_backoff;	/* timed out since the last sample: keep the
+				 * backed-off rto_cur through progress (Karn) */
 	u64 rto_at;		/* retransmit deadline, 0 = none */
 	u64 rnr_at;		/* resume deadline while stopped, 0 = none */
 	u64 timer_at;		/* what the environment's timer is armed at */

@@ -324,7 +324,10 @@ TEST_F(Pair, RetransmitTimeoutBacksOffThenGivesUp)
 	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_STATE);
 }
 
-TEST_F(Pair, ProgressResetsRetriesAndBackoff)
+// Progress resets the retries; the backoff lasts until a frame sent once
+// is acknowledged (Karn, docs/protocol.md 7.1): the resend's ack may come
+// from a slow link, not a lossy one.
+TEST_F(Pair, ProgressResetsRetriesASampleTheBackoff)
 {
 	post(a, MBCF_OP_WRITE, 10);
 	a.out.clear();
@@ -333,8 +336,12 @@ TEST_F(Pair, ProgressResetsRetriesAndBackoff)
 	EXPECT_EQ(a.conn.retry_left, 1);
 	settle(a, b, now);	// the retransmission gets through
 	EXPECT_EQ(a.conn.retry_left, 3);
-	EXPECT_EQ(a.conn.rto_cur, 1 * kMs);
+	EXPECT_EQ(a.conn.rto_cur, 4 * kMs);
 	EXPECT_EQ(a.cqes.size(), 1u);
+	post(a, MBCF_OP_WRITE, 10);
+	settle(a, b, now);	// timed: back to the verbs timeout
+	EXPECT_EQ(a.conn.rto_cur, 1 * kMs);
+	EXPECT_EQ(a.cqes.size(), 2u);
 }
 
 // Each frame here is a burst of its own, so each asks for an answer: every
