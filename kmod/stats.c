@@ -58,7 +58,57 @@ static int mbcf_stats_get(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	return MBCF_CTR_COUNT;
 }
 
+/*
+ * One connected QP's sender state, for `rdma res show qp -dd`: what the
+ * device-wide counters cannot tell -- which QP retransmits, at what window
+ * and timeout (docs/protocol.md 4.3, 7.1).  Times in microseconds.
+ */
+struct mbcf_stats_qp {
+	u32 wnd, wnd_max, srtt_us, rttvar_us, rto_us;
+	u64 tx_frames, retransmits, timeouts, window_cuts;
+};
+
+static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
+	struct mbcf_conn *c = &qp->conn;
+	struct mbcf_stats_qp s;
+	struct nlattr *table;
+
+	if (ibqp->qp_type != IB_QPT_RC && ibqp->qp_type != IB_QPT_UC)
+		return 0;
+	spin_lock_bh(&qp->lock);
+	s = (struct mbcf_stats_qp){
+		.wnd = c->wnd, .wnd_max = c->cfg.window,
+		.srtt_us = (u32)min_t(u64, c->srtt / NSEC_PER_USEC, U32_MAX),
+		.rttvar_us = (u32)min_t(u64, c->rttvar / NSEC_PER_USEC, U32_MAX),
+		.rto_us = (u32)min_t(u64, c->rto_cur / NSEC_PER_USEC, U32_MAX),
+		.tx_frames = c->ctr.tx_frames, .retransmits = c->ctr.retransmits,
+		.timeouts = c->ctr.timeouts, .window_cuts = c->ctr.window_cuts,
+	};
+	spin_unlock_bh(&qp->lock);
+
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	if (rdma_nl_put_driver_u32(msg, "wnd", s.wnd) ||
+	    rdma_nl_put_driver_u32(msg, "wnd_max", s.wnd_max) ||
+	    rdma_nl_put_driver_u32(msg, "srtt_us", s.srtt_us) ||
+	    rdma_nl_put_driver_u32(msg, "rttvar_us", s.rttvar_us) ||
+	    rdma_nl_put_driver_u32(msg, "rto_us", s.rto_us) ||
+	    rdma_nl_put_driver_u64(msg, "tx_frames", s.tx_frames) ||
+	    rdma_nl_put_driver_u64(msg, "retransmit_frames", s.retransmits) ||
+	    rdma_nl_put_driver_u64(msg, "retransmit_timeouts", s.timeouts) ||
+	    rdma_nl_put_driver_u64(msg, "window_cuts", s.window_cuts)) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}
+
 const struct ib_device_ops mbcf_stats_ops = {
 	.alloc_hw_port_stats = mbcf_stats_alloc,
 	.get_hw_stats = mbcf_stats_get,
+	.fill_res_qp_entry = mbcf_stats_fill_qp,
 };
