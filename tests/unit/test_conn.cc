@@ -1108,6 +1108,7 @@ TEST_F(Pair, LocalProtectionErrorFailsALongReadAtOnce)
 	EXPECT_EQ(a.cqes[1].status, MBCF_WC_WR_FLUSH_ERR);
 	EXPECT_EQ(a.error_status, MBCF_WC_LOC_PROT_ERR);
 	EXPECT_EQ(a.conn.rcv_nxt, failed_psn);	// not accepted
+	EXPECT_EQ(rx_unaccounted(a), 0);	// one verdict each, the new one too
 	size_t sent = a.out.size();
 	b.out.clear();
 	now += 2 * kMs;
@@ -1116,6 +1117,7 @@ TEST_F(Pair, LocalProtectionErrorFailsALongReadAtOnce)
 	EXPECT_EQ(a.out.size(), sent);	// and says nothing
 	EXPECT_GT(a.conn.ctr.drop_error_state, 0u);
 	EXPECT_EQ(a.conn.ctr.drop_local_err, 1u);
+	EXPECT_EQ(rx_unaccounted(a), 0);
 }
 
 // A request whose local buffer is gone when its frame is built (verbs:
