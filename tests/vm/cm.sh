@@ -253,9 +253,15 @@ kill_case() {	# WHO (server or client) PORT
 		rc=$?
 		wait "$spid" "$cpid"	# the victim's timeout dies of SIGKILL too
 	} 2>/dev/null
-	# rping counts a disconnect as the end of its run (rc 0 or 1); what
-	# matters is that it was told and did not hang (124: timeout)
-	if [ -n "$victim" ] && [ "$rc" -le 1 ] &&
+	# What matters is that the survivor was told (DISCONNECT EVENT) and
+	# ended by itself: not by the timeout (124) nor a signal (> 128).  Its
+	# status is rping's business: mostly 0, but 255 ("wait for
+	# RDMA_WRITE_ADV state 7") when the server's RDMA read of the dead
+	# client completes after the disconnect event -- the response left
+	# before the client's QP was destroyed, the CM's DREQ overtook its
+	# completion, and rping's one semaphore takes the two posts in the
+	# wrong order (seen once in a full run).
+	if [ -n "$victim" ] && { [ "$rc" -le 1 ] || [ "$rc" = 255 ]; } &&
 		grep -q "^$survivor DISCONNECT EVENT" "$out"; then
 		echo "ok: $who killed mid-connection: $survivor disconnected, rc=$rc, $(vm_elapsed_since "$t1") s after the kill"
 	else
