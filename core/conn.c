@@ -158,6 +158,10 @@ static void conn_timer_update(struct mbcf_conn *c)
 
 	if (c->state == MBCF_CONN_RTS)
 		at = c->stopped ? c->rnr_at : c->rto_at;
+	/* the tail probe comes before the retransmission timeout */
+	if (c->state == MBCF_CONN_RTS && !c->stopped && c->tlp_at &&
+	    (!at || c->tlp_at < at))
+		at = c->tlp_at;
 	if (at != c->timer_at) {
 		c->timer_at = at;
 		c->ops->timer(c->env, at);

@@ -395,6 +395,32 @@ static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 	return m;
 }
 
+/* Frame psn of m could not be built: the memory it comes from is gone. */
+static void send_fault(struct mbcf_conn *c, const struct mbcf_msg *m, u32 psn)
+{
+	if (m->op == MBCF_OP_READ_RESP) {
+		/*
+		 * The target memory a read response comes from is gone (its
+		 * region was deregistered after we accepted the read): as
+		 * for a read refused at once, the requester gets
+		 * REMOTE_ACCESS_ERROR, in a NAK naming the read request, and
+		 * we enter ERROR (section 8.3).  No byte of the frame left.
+		 */
+		c->nak_status = MBCF_ST_REMOTE_ACCESS_ERROR;
+		c->nak_psn = m->req_psn;
+		c->nak_read = true;
+		c->nak_rhead = c->resp.head;
+		c->nak_rnext = c->resp.next;
+		c->nak_rend = c->resp.tail;
+		mbcf_send_nak(c, c->nak_psn, c->nak_status);
+		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
+		return;
+	}
+	/* the local memory of a request is gone: it completes with a local
+	 * protection error, everything after it is flushed */
+	mbcf_conn_enter_error(c, true, psn, MBCF_WC_LOC_PROT_ERR);
+}
+
 static bool send_one(struct mbcf_conn *c, u64 now)
 {
 	struct mbcf_msg *m;
@@ -420,28 +446,8 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	bytes = c->pace.kbps ? send_frame_bytes(c, m, i) : 0;
 	fl = send_ackreq(c, bytes, now);
 	err = send_frame(c, m, i, fl);
-	if (err == MBCF_XMIT_FAULT && m->op == MBCF_OP_READ_RESP) {
-		/*
-		 * The target memory a read response comes from is gone (its
-		 * region was deregistered after we accepted the read): as
-		 * for a read refused at once, the requester gets
-		 * REMOTE_ACCESS_ERROR, in a NAK naming the read request, and
-		 * we enter ERROR (section 8.3).  No byte of the frame left.
-		 */
-		c->nak_status = MBCF_ST_REMOTE_ACCESS_ERROR;
-		c->nak_psn = m->req_psn;
-		c->nak_read = true;
-		c->nak_rhead = c->resp.head;
-		c->nak_rnext = c->resp.next;
-		c->nak_rend = c->resp.tail;
-		mbcf_send_nak(c, c->nak_psn, c->nak_status);
-		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
-		return false;
-	}
 	if (err == MBCF_XMIT_FAULT) {
-		/* the local memory of a request is gone: it completes with a
-		 * local protection error, everything after it is flushed */
-		mbcf_conn_enter_error(c, true, c->snd_nxt, MBCF_WC_LOC_PROT_ERR);
+		send_fault(c, m, c->snd_nxt);
 		return false;
 	}
 	if (err) {
@@ -488,6 +494,26 @@ static bool send_waiting(const struct mbcf_conn *c)
 	return c->snd_una != c->snd_max || c->rd_out;
 }
 
+/*
+ * docs/protocol.md 7.6: when to probe the tail -- two measured round trips
+ * after the last frame left, if that is well before the retransmission
+ * timeout.  Not before a round trip was measured, nor on a paced (its
+ * frames leave by the clock) or unreliable connection.
+ */
+static void send_tlp_arm(struct mbcf_conn *c, u64 now)
+{
+	u64 pto = 2 * c->srtt;
+
+	c->tlp_at = 0;
+	if (c->tlp_sent || !c->srtt || c->pace.kbps || c->cfg.uc || c->stopped ||
+	    c->snd_una == c->snd_max)
+		return;
+	if (pto < MBCF_TLP_MIN_NS)
+		pto = MBCF_TLP_MIN_NS;
+	if (pto < c->rto_cur / 2)
+		c->tlp_at = now + pto;
+}
+
 /* Send as much as the window, STOP and the environment allow. */
 void mbcf_send_push(struct mbcf_conn *c, u64 now)
 {
@@ -502,6 +528,8 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now)
 	}
 	if (c->cfg.uc && sent)
 		mbcf_send_complete(c);
+	if (sent)
+		send_tlp_arm(c, now);
 	/* keep a deadline while the peer owes us something or xmit is busy */
 	if (!c->rto_at && !c->stopped && (send_waiting(c) || c->tx_busy))
 		c->rto_at = now + c->rto_cur;
@@ -698,6 +726,8 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 	if (!c->rto_backoff)
 		c->rto_cur = c->rto_base;
 	c->rto_at = send_waiting(c) && !c->stopped ? now + c->rto_cur : 0;
+	c->tlp_sent = false;
+	send_tlp_arm(c, now);
 	mbcf_send_complete(c);
 	return true;
 }
@@ -846,6 +876,7 @@ void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now)
 	c->stopped = true;
 	c->rnr_at = now + c->cfg.min_rnr_ns;
 	c->rto_at = 0;
+	c->tlp_at = 0;
 	send_goback(c, psn);
 }
 
@@ -864,6 +895,47 @@ void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now)
 		send_resume(c, now);
 }
 
+/*
+ * docs/protocol.md 7.6: the last frames of a burst, or their ACK, were
+ * lost: nothing follows them to find the gap, and only the retransmission
+ * timeout -- the verbs timeout at least, 67 ms for perftest -- would repair
+ * it.  Resend the last frame sent, asking for an answer: the receiver
+ * accepts it (only it was missing), or re-acknowledges it (the ACK was
+ * lost), or answers LOST for an earlier gap (it asks), which sends us back
+ * at once.  Once per progress; no retry is used; nothing else changes.
+ */
+static void send_tail_probe(struct mbcf_conn *c)
+{
+	u32 psn = mbcf_seq_add(c->snd_max, MBCF_PSN_MASK);	/* snd_max - 1 */
+	struct mbcf_msg *m;
+	int err;
+
+	if (c->tlp_sent || c->stopped || c->tx_busy || c->snd_una == c->snd_max ||
+	    c->snd_nxt != c->snd_max)
+		return;
+	m = send_find(c, psn);
+	if (!m)
+		return;
+	c->tlp_sent = true;
+	err = send_frame(c, m, (u32)mbcf_seq_diff(psn, m->first_psn), MBCF_F_ACKREQ);
+	if (err == MBCF_XMIT_FAULT) {
+		send_fault(c, m, psn);
+		return;
+	}
+	if (err) {
+		c->ctr.tx_busy++;	/* as good as lost: the timeout remains */
+		return;
+	}
+	c->ctr.tx_frames++;
+	c->ctr.retransmits++;
+	c->ctr.tail_probes++;
+	c->ctr.acks_req++;
+	c->ack_due = false;	/* it carries ack_psn */
+	/* Karn: an ack of psn may now answer either copy */
+	if (c->rtt_timing && c->rtt_psn == psn)
+		c->rtt_timing = false;
+}
+
 /* The connection timer fired: RNR wait over, xmit retry, or retransmit. */
 void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 {
@@ -871,6 +943,10 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		if (c->rnr_at && now >= c->rnr_at)
 			send_resume(c, now);
 		return;
+	}
+	if (c->tlp_at && now >= c->tlp_at) {
+		c->tlp_at = 0;
+		send_tail_probe(c);
 	}
 	if (!c->rto_at || now < c->rto_at)
 		return;
@@ -955,4 +1031,5 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 	c->stopped = false;
 	c->rto_at = 0;
 	c->rnr_at = 0;
+	c->tlp_at = 0;
 }

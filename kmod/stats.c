@@ -65,7 +65,7 @@ static int mbcf_stats_get(struct ib_device *ibdev, struct rdma_hw_stats *stats,
  */
 struct mbcf_stats_qp {
 	u32 wnd, wnd_max, srtt_us, rttvar_us, rto_us;
-	u64 tx_frames, retransmits, timeouts, window_cuts;
+	u64 tx_frames, retransmits, timeouts, tail_probes, window_cuts;
 };
 
 static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
@@ -84,7 +84,8 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 		.rttvar_us = (u32)min_t(u64, c->rttvar / NSEC_PER_USEC, U32_MAX),
 		.rto_us = (u32)min_t(u64, c->rto_cur / NSEC_PER_USEC, U32_MAX),
 		.tx_frames = c->ctr.tx_frames, .retransmits = c->ctr.retransmits,
-		.timeouts = c->ctr.timeouts, .window_cuts = c->ctr.window_cuts,
+		.timeouts = c->ctr.timeouts, .tail_probes = c->ctr.tail_probes,
+		.window_cuts = c->ctr.window_cuts,
 	};
 	spin_unlock_bh(&qp->lock);
 
@@ -99,6 +100,7 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u64(msg, "tx_frames", s.tx_frames) ||
 	    rdma_nl_put_driver_u64(msg, "retransmit_frames", s.retransmits) ||
 	    rdma_nl_put_driver_u64(msg, "retransmit_timeouts", s.timeouts) ||
+	    rdma_nl_put_driver_u64(msg, "tail_probes", s.tail_probes) ||
 	    rdma_nl_put_driver_u64(msg, "window_cuts", s.window_cuts)) {
 		nla_nest_cancel(msg, table);
 		return -EMSGSIZE;

@@ -292,6 +292,8 @@ struct mbcf_conn {
 	bool rtt_timing;	/* ... valid: no go-back since it left */
 	bool rto_backoff;	/* timed out since the last sample: keep the
 				 * backed-off rto_cur through progress (Karn) */
+	u64 tlp_at;		/* tail probe deadline, 0 = none (7.6) */
+	bool tlp_sent;		/* probed since the last progress */
 	u64 rto_at;		/* retransmit deadline, 0 = none */
 	u64 rnr_at;		/* resume deadline while stopped, 0 = none */
 	u64 timer_at;		/* what the environment's timer is armed at */
@@ -556,6 +558,8 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_WINDOW_MAX		(1u << 16)
 /* ack_interval 0: ask at least this often (docs/protocol.md 6.1). */
 #define MBCF_ACK_EVERY_MAX	32
+/* Tail probe: never sooner than this after the last frame left (7.6). */
+#define MBCF_TLP_MIN_NS		100000ull
 #define MBCF_MTU_MIN		512
 #define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
 

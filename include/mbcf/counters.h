@@ -31,6 +31,7 @@
 	X(rx_bytes,		"rx_payload_bytes")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
+	X(tail_probes,		"tail_probes")				\
 	X(window_cuts,		"window_cuts")				\
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
