@@ -75,6 +75,30 @@ u32 mbcf_codec_max_payload(u32 mtu, u8 op)
 	return room > MBCF_MAX_PAYLEN ? MBCF_MAX_PAYLEN : room;
 }
 
+/*
+ * Every field of *f that parsing may leave unset, zeroed one by one: a
+ * memset of the whole struct (~130 bytes) compiles to `rep stos`, whose
+ * start-up alone cost a quarter of parsing a frame (bench/core).
+ */
+static void codec_frame_clear(struct mbcf_frame *f)
+{
+	f->va = 0;
+	f->rkey = 0;
+	f->imm = 0;
+	f->len = 0;
+	f->offset = 0;
+	f->req_psn = 0;
+	f->operand[0] = 0;
+	f->operand[1] = 0;
+	f->payload = NULL;
+	f->iov = NULL;
+	f->niov = 0;
+	f->vtf = 0;
+	f->hop_limit = 0;
+	f->sgid = NULL;
+	f->dgid = NULL;
+}
+
 static void codec_parse_ext(const u8 *b, struct mbcf_frame *f)
 {
 	switch (f->op) {
@@ -224,7 +248,7 @@ int mbcf_codec_parse_split(const u8 *buf, u32 avail, u32 len,
 	if (avail < o->hdr_len)
 		return codec_count(ctr, MBCF_PARSE_TRUNCATED);
 
-	memset(f, 0, sizeof(*f));
+	codec_frame_clear(f);
 	f->op = buf[MBCF_OFF_OPCODE];
 	f->flags = buf[MBCF_OFF_FLAGS];
 	f->status = buf[MBCF_OFF_STATUS];

@@ -496,16 +496,20 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 			c->ctr.drop_bad_ack++;
 		return;
 	}
-	if (!mbcf_send_ack(c, f->ack_psn, now)) {
-		c->ctr.drop_bad_ack++;
-		return;
+	/* most frames a responder takes in acknowledge nothing new: no call */
+	if (mbcf_seq_diff(f->ack_psn, c->snd_una) > 0) {
+		if (!mbcf_send_ack(c, f->ack_psn, now)) {
+			c->ctr.drop_bad_ack++;
+			return;
+		}
+		/* it completed a request that failed locally */
+		if (c->state != MBCF_CONN_RTS) {
+			c->ctr.drop_error_state++;
+			return;
+		}
 	}
-	/* the acknowledgement completed a request that failed locally */
-	if (c->state != MBCF_CONN_RTS) {
-		c->ctr.drop_error_state++;
-		return;
-	}
-	mbcf_send_alive(c, now);
+	if (c->rd_out)
+		mbcf_send_alive(c, now);
 	if (mbcf_wire_op_sequenced(f->op))
 		recv_sequenced(c, f);
 	else

@@ -514,12 +514,25 @@ static void send_tlp_arm(struct mbcf_conn *c, u64 now)
 		c->tlp_at = now + pto;
 }
 
-/* Send as much as the window, STOP and the environment allow. */
-void mbcf_send_push(struct mbcf_conn *c, u64 now)
+/*
+ * Nothing to send (send_next_msg would find nothing): no resend, the
+ * message being sent is whole, no response or request (local ones
+ * included) waiting to start.  A responder's state after each frame it
+ * takes in: checked without the burst's frame set-up, as the receive
+ * path pays for it per frame.
+ */
+static bool send_idle(const struct mbcf_conn *c)
+{
+	return c->snd_nxt == c->snd_max &&
+	       !(c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn,
+				       c->cur->nframes)) &&
+	       c->resp.next == c->resp.tail && c->req.next == c->req.tail;
+}
+
+static mbcf_noinline void send_burst(struct mbcf_conn *c, u64 now)
 {
 	u32 sent = 0;
 
-	c->pace_wait = false;
 	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
 	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->wnd) {
 		if (!send_one(c, now))
@@ -530,6 +543,14 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now)
 		mbcf_send_complete(c);
 	if (sent)
 		send_tlp_arm(c, now);
+}
+
+/* Send as much as the window, STOP and the environment allow. */
+void mbcf_send_push(struct mbcf_conn *c, u64 now)
+{
+	c->pace_wait = false;
+	if (!send_idle(c))
+		send_burst(c, now);
 	/* keep a deadline while the peer owes us something or xmit is busy */
 	if (!c->rto_at && !c->stopped && (send_waiting(c) || c->tx_busy))
 		c->rto_at = now + c->rto_cur;

@@ -22,6 +22,7 @@
 #include <asm/byteorder.h>
 
 #define mbcf_fallthrough	fallthrough
+#define mbcf_noinline		noinline
 
 /* a / b, *rem = a % b (32-bit kernels have no 64-bit division operator) */
 static inline u64 mbcf_div_u64_rem(u64 a, u32 b, u32 *rem)
@@ -53,6 +54,7 @@ typedef int64_t s64;
 #endif
 
 #define mbcf_fallthrough	__attribute__((__fallthrough__))
+#define mbcf_noinline		__attribute__((__noinline__))
 
 static inline u64 mbcf_div_u64_rem(u64 a, u32 b, u32 *rem)
 {
