@@ -173,6 +173,10 @@ static void conn_settle(struct mbcf_conn *c, u64 now)
 	/* a completion that could not be delivered: nothing is reliable now */
 	if (c->cqe_lost && c->state == MBCF_CONN_RTS)
 		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
+	/* the responses before the request we rejected are acknowledged */
+	if (c->nak_drain && c->state == MBCF_CONN_RTS &&
+	    c->resp.head == c->resp.tail)
+		mbcf_recv_nak_now(c);
 	if (c->state == MBCF_CONN_RTS) {
 		mbcf_send_push(c, now);
 		if (c->ack_due && !c->ack_hold && !c->cfg.uc)

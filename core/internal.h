@@ -74,5 +74,6 @@ struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c);
 void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
 void mbcf_recv_posted(struct mbcf_conn *c);
 void mbcf_recv_flush(struct mbcf_conn *c);
+void mbcf_recv_nak_now(struct mbcf_conn *c);
 
 #endif /* MBCF_CORE_INTERNAL_H */

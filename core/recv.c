@@ -291,8 +291,17 @@ static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
 	c->ctr.rx_bytes += f->paylen;
 	if ((f->flags & MBCF_F_ACKREQ) && !c->cfg.uc)
 		c->ack_due = true;
-	if (f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP)
+	if (f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP) {
+		/*
+		 * Progress, like an acknowledgement: the peer carries out our
+		 * requests in order.  Frames of ours after the read may wait
+		 * unacknowledged meanwhile (the peer sends its responses
+		 * before it rejects one of them, section 8.3); their
+		 * timeouts still resend, but use up no retry.
+		 */
+		c->retry_left = c->cfg.retry_cnt;
 		mbcf_send_complete(c);
+	}
 }
 
 static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
@@ -329,11 +338,27 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		c->nak_status = (u8)st;
 		c->nak_psn = c->rcv_nxt;
 		c->ctr.remote_errors++;
-		mbcf_send_nak(c, c->nak_psn, c->nak_status);
-		/* the error is the peer's: none of our own requests failed,
-		 * they are flushed (section 8.2) */
-		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
+		/*
+		 * Requests before this one were carried out: their responses
+		 * reach the requester before the NAK, as in verbs, where a
+		 * read before a failed write completes successfully.  Until
+		 * they are acknowledged we take nothing more (section 8.3).
+		 */
+		if (c->resp.head != c->resp.tail)
+			c->nak_drain = true;
+		else
+			mbcf_recv_nak_now(c);
 	}
+}
+
+/* NAK what we rejected and enter ERROR (section 8.3). */
+void mbcf_recv_nak_now(struct mbcf_conn *c)
+{
+	c->nak_drain = false;
+	mbcf_send_nak(c, c->nak_psn, c->nak_status);
+	/* the error is the peer's: none of our own requests failed, they are
+	 * flushed (section 8.2) */
+	mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);
 }
 
 /* Does psn name the oldest read/atomic still waiting for its response? */
@@ -510,10 +535,12 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 	}
 	if (c->rd_out)
 		mbcf_send_alive(c, now);
-	if (mbcf_wire_op_sequenced(f->op))
-		recv_sequenced(c, f);
-	else
+	if (!mbcf_wire_op_sequenced(f->op))
 		recv_control(c, f, now);
+	else if (c->nak_drain && !mbcf_seq_lt(f->psn, c->rcv_nxt))
+		c->ctr.drop_error_state++;	/* rejected, NAK pending */
+	else
+		recv_sequenced(c, f);
 }
 
 /* A receive was posted: lift our STOP. */

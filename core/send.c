@@ -151,6 +151,9 @@ static struct mbcf_msg *send_pick(struct mbcf_conn *c, bool peek)
 			c->resp.next++;
 		return m;
 	}
+	/* rejecting a request of the peer's: ours are flushed after */
+	if (c->nak_drain)
+		return NULL;
 	if (!peek)
 		send_locals(c);
 	if (c->req.next == c->req.tail || c->local_failed)

@@ -317,6 +317,9 @@ struct mbcf_conn {
 	u8 nak_status;		/* we NAKed nak_psn with this status */
 	u32 nak_psn;		/* the frame we rejected (rcv_nxt), or a read
 				 * we accepted and could not answer */
+	bool nak_drain;		/* rejected rcv_nxt; the NAK waits until our
+				 * responses to earlier requests are acked
+				 * (section 8.3) */
 	bool nak_read;		/* the latter: the responses we abandoned are
 				 * resp.m[nak_rhead..nak_rend), those before
 				 * nak_rnext started (section 8.3) */

@@ -904,9 +904,96 @@ TEST_F(Pair, TooManyReadsIsInvalidRequest)
 	for (int i = 0; i < 5; i++)
 		post(a, MBCF_OP_READ_REQ, 8);
 	pump(a, b, now);
+	// B took four: it answers them before it rejects the fifth (8.3)
+	EXPECT_EQ(b.conn.state, MBCF_CONN_RTS);
+	EXPECT_TRUE(b.conn.nak_drain);
+	settle(a, b, now);
 	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(a.cqes.size(), 5u);
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(a.cqes[i].status, MBCF_WC_SUCCESS) << i;
+	EXPECT_EQ(a.cqes[4].status, MBCF_WC_REM_INV_REQ_ERR);
+	EXPECT_EQ(b.conn.ctr.remote_errors, 1u);
+}
+
+// A write rejected after a read the responder took: as in verbs, the read
+// completes with its data before the write's error.  The responder sends
+// its responses first and NAKs once they are acknowledged, taking nothing
+// from the rejected frame on (docs/protocol.md 8.3).
+TEST_F(Pair, ReadBeforeARejectedWriteCompletesFirst)
+{
+	uint8_t *t = b.target(kRkey, kBase);
+	for (int i = 0; i < 30000; i++)
+		t[i] = (uint8_t)(i * 13);
+	uint64_t rd = post(a, MBCF_OP_READ_REQ, 30000, kBase);
+	uint64_t bad = post(a, MBCF_OP_WRITE, 10, 0x90000, 0x99);	// read-only
+	uint64_t after = post(a, MBCF_OP_WRITE, 10);
+	pump(a, b, now);
+	EXPECT_TRUE(b.conn.nak_drain);		// 22 response frames to go
+	EXPECT_EQ(b.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 0u);
+	EXPECT_EQ(b.conn.ctr.drop_error_state, 1u);	// the write after it
+	settle(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	EXPECT_EQ(a.conn.ctr.naks_rx, 1u);
+	EXPECT_EQ(b.target_writes, 0);
+	ASSERT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.cqes[0].cookie, rd);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(memcmp(a.local[rd].data(), t, 30000), 0);
+	EXPECT_EQ(a.cqes[1].cookie, bad);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(a.cqes[2].cookie, after);
+	EXPECT_EQ(a.cqes[2].status, MBCF_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// The same with frames lost on the way.  The requester's read is
+// acknowledged with its first response frames; the rejected write never
+// is, and its timeouts use up the retries while the responder waits for
+// its acknowledgements (lost) to send the rest.  Each response frame the
+// requester takes gives its retries back: the responses still arrive,
+// then the NAK.
+TEST_F(Pair, ResponsesLostBeforeTheNakAreResentAndKeepTheRequesterAlive)
+{
+	uint8_t *t = b.target(kRkey, kBase);
+	for (int i = 0; i < 30000; i++)
+		t[i] = (uint8_t)(i * 5);
+	uint64_t rd = post(a, MBCF_OP_READ_REQ, 30000, kBase);
+	uint64_t bad = post(a, MBCF_OP_WRITE, 10, 0x90000, 0x99);
+	pump(a, b, now);
+	ASSERT_TRUE(b.conn.nak_drain);
+	pump(b, a, now);			// the first response frames
+	a.out.clear();				// their acknowledgement lost
+	ASSERT_EQ(a.conn.snd_una, a.conn.snd_max - 1);	// only the write
+	for (int i = 0; i < 8 && a.conn.retry_left; i++) {	// use them up
+		fire(a);			// a timeout (or a tail probe)
+		pump(a, b, now);		// dropped at b: nothing taken
+		b.out.clear();
+	}
+	EXPECT_EQ(a.conn.retry_left, 0u);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_RTS);
+	uint32_t got = a.conn.ctr.rx_accepted;
+	fire(b);				// b resends what a has
 	pump(b, a, now);
-	EXPECT_EQ(a.cqes.back().status, MBCF_WC_REM_INV_REQ_ERR);
+	pump(a, b, now);			// a's ack opens b's window
+	pump(b, a, now);			// new response frames
+	EXPECT_GT(a.conn.ctr.rx_accepted, got);
+	EXPECT_EQ(a.conn.retry_left, 3u);	// given back by them
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].cookie, rd);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(memcmp(a.local[rd].data(), t, 30000), 0);
+	EXPECT_EQ(a.cqes[1].cookie, bad);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
 }
 
 TEST_F(Pair, ReadsBeyondMaxRdAtomicWait)

@@ -790,6 +790,8 @@ struct aqp {
 	/* the responder's receive side, as predicted */
 	uint32_t exp;		/* rcv_nxt */
 	uint8_t nak_st;
+	bool drain;		/* rejected exp; NAKs it once its responses
+				 * before are acknowledged (8.3) */
 	bool lost_sent, stop_sent, dup_acked;
 	uint16_t lost_epoch;	/* of the frame our last LOST answered */
 	uint8_t rx_msg;		/* 0, OP_WRITE or OP_SEND: inside a message */
@@ -1044,6 +1046,7 @@ static void enter_error(struct aqp *q, enum errkind kind, uint8_t st, uint32_t p
 	q->rx_msg = 0;
 	flush_rq(q);
 	resp_drop_all(q);
+	q->drain = false;
 	q->st = kind == ERR_USER ? Q_UERR : Q_CERR;
 }
 
@@ -1198,11 +1201,22 @@ static int op_resp(struct aqp *q, const struct wf *f)
 	return RX_ACCEPT;
 }
 
+/* 8.3: the NAK of exp, and the error. */
+static void nak_now(struct aqp *q)
+{
+	q->naks++;
+	ctl_expect(q, OP_ACK, q->nak_st, q->exp);
+	enter_error(q, ERR_WE_NAKED, q->nak_st, 0);
+}
+
 /* Section 5 and the NAK of 8.3. */
 static int aqp_seq(struct aqp *q, const struct wf *f)
 {
 	int st;
 
+	/* 8.3: from the rejected frame on nothing is taken until the NAK */
+	if (q->drain && psn_diff(f->psn, q->exp) >= 0)
+		return C_QPERR;
 	if (f->psn != q->exp) {
 		if (psn_diff(f->psn, q->exp) < 0) {
 			if ((f->flags & FL_ACKREQ) || !q->dup_acked)
@@ -1254,9 +1268,11 @@ static int aqp_seq(struct aqp *q, const struct wf *f)
 	if (st == RX_DROP)
 		return C_BADRESP;
 	q->nak_st = (uint8_t)st;
-	q->naks++;
-	ctl_expect(q, OP_ACK, (uint8_t)st, q->exp);
-	enter_error(q, ERR_WE_NAKED, (uint8_t)st, 0);
+	/* 8.3: its responses to earlier requests go first */
+	if (resp_queued(q))
+		q->drain = true;
+	else
+		nak_now(q);
 	return C_REMERR;
 }
 
@@ -1318,7 +1334,11 @@ static int aqp_judge(struct aqp *q, const struct wf *f, const uint8_t *src)
 		return C_AMBIG;
 	if (!a)
 		return C_BADACK;
-	return op_seq(f->op) ? aqp_seq(q, f) : aqp_ctl(q, f);
+	a = op_seq(f->op) ? aqp_seq(q, f) : aqp_ctl(q, f);
+	/* after the frame: its ack may have covered the last response */
+	if (q->drain && !resp_queued(q))
+		nak_now(q);
+	return a;
 }
 
 /* ---- the honest connection, as far as the oracle can know it ------------------ */
@@ -1776,6 +1796,7 @@ static void aqp_clear_oracle(struct aqp *q)
 {
 	resp_drop_all(q);
 	q->nak_st = 0;
+	q->drain = false;
 	q->lost_sent = q->stop_sent = q->dup_acked = false;
 	q->rx_msg = 0;
 	q->rx_claimed = false;
@@ -4529,7 +4550,9 @@ static void batch_between(void)
 		want = pct(10) ? 0 : (int)range(1, 4);
 		while (q->rq_n < want && post_recv_one(q))
 			;
-		if (q->st == Q_RTS && !q->req.on && kind_on[13] && pct(25)) {
+		/* (a QP about to NAK starts no request of its own: 8.3) */
+		if (q->st == Q_RTS && !q->drain && !q->req.on && kind_on[13] &&
+		    pct(25)) {
 			post_own_request(q);
 			/* a frame makes the QP pull its send queue now */
 			f = base(q, OP_ACK);
