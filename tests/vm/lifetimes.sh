@@ -220,8 +220,11 @@ vm_phase "1. destroy_qp racing frames and a streaming peer ($DESTROY_ROUNDS roun
 live_start ib_send_bw 2 mbcf1
 destroy_trace on
 check with_timeout "$(vm_scaled 900)" "destroy race" "$prog" "${seed_opt[@]}" -f "$FLOOD" destroy "$DESTROY_ROUNDS"
-destroy_trace off
+# the stream first: clearing kprobe_events waits for an RCU grace period's
+# callbacks, which the debug kernel, saturated by the stream, ran only
+# after more than 120 s (a hung-task report from bash, no RCU stall)
 live_kill
+destroy_trace off
 after "the destroy race"
 
 # ---- 2. dereg_mr under fire ----------------------------------------------------------

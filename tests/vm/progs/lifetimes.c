@@ -101,6 +101,22 @@ static const struct vp_conn_opts race_opts = {
 	.min_rnr_timer = 12,
 };
 
+/*
+ * race_opts on a kernel VM_TIME_SCALE times slower (the debug lane): every
+ * retry waits that much longer.  The holder's 16 pairs and a perftest
+ * stream kept the debug kernel's queues busy past race_opts' ~1 s, and
+ * every pair failed with RETRY_EXC_ERR before the removal began.
+ */
+static struct vp_conn_opts scaled_race_opts(void)
+{
+	struct vp_conn_opts o = race_opts;
+	double k;
+
+	for (k = vp_time_scale(); k > 1 && o.timeout < 31; k /= 2)
+		o.timeout++;
+	return o;
+}
+
 struct pair {
 	struct vp_ep a, b;
 	struct st_stream sa, sb;
@@ -260,7 +276,7 @@ static void expect_peer_gone(struct st_stream *s, const char *why, bool flush_ok
 	 * alone never learn that it did.
 	 */
 	post_after(s);
-	if (st_drain(s, 30)) {
+	if (st_drain(s, 30 * vp_time_scale())) {
 		vp_fail("%s: %llu requests still outstanding 30 s after %s",
 			s->name, (unsigned long long)st_outstanding(s), why);
 		hang_probe(s);
@@ -1335,6 +1351,7 @@ static int run_holder(int npairs)
 	struct vp_buf *ba = calloc((size_t)npairs, sizeof(*ba));
 	struct vp_buf *bb = calloc((size_t)npairs, sizeof(*bb));
 	struct st_stream **all = calloc((size_t)npairs * 2, sizeof(*all));
+	struct vp_conn_opts hopts;
 	double t_ready, end;
 	uint64_t ok_ready = 0, ok_dead = 0;
 	int i, k, f0 = vp_fails;
@@ -1349,8 +1366,9 @@ static int run_holder(int npairs)
 		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
 			vp_die("fcntl");
 	}
+	hopts = scaled_race_opts();
 	for (i = 0; i < npairs; i++) {
-		pair_connect(&p[i], &hdevs[0].d, &hdevs[1].d, &race_opts);
+		pair_connect(&p[i], &hdevs[0].d, &hdevs[1].d, &hopts);
 		vp_buf_alloc(&ba[i], st_side_len(SIZE, WIN, RWIN));
 		vp_buf_alloc(&bb[i], st_side_len(SIZE, WIN, RWIN));
 		if (vp_buf_reg(&ba[i], &hdevs[0].d, VP_ACCESS_ALL) ||
