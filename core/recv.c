@@ -309,6 +309,11 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 	recv_handler h = recv_handlers[f->op];
 	int st;
 
+	/* rejected rcv_nxt, NAK pending (section 8.3): nothing from it on */
+	if (c->nak_drain && !mbcf_seq_lt(f->psn, c->rcv_nxt)) {
+		c->ctr.drop_error_state++;
+		return;
+	}
 	if (f->psn != c->rcv_nxt) {
 		recv_unexpected(c, f);
 		return;
@@ -535,12 +540,10 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 	}
 	if (c->rd_out)
 		mbcf_send_alive(c, now);
-	if (!mbcf_wire_op_sequenced(f->op))
-		recv_control(c, f, now);
-	else if (c->nak_drain && !mbcf_seq_lt(f->psn, c->rcv_nxt))
-		c->ctr.drop_error_state++;	/* rejected, NAK pending */
-	else
+	if (mbcf_wire_op_sequenced(f->op))
 		recv_sequenced(c, f);
+	else
+		recv_control(c, f, now);
 }
 
 /* A receive was posted: lift our STOP. */

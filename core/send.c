@@ -381,6 +381,12 @@ static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 }
 
 /* The message and frame index for snd_nxt; starts a new message if needed. */
+/* The message being sent has frames not yet sent once. */
+static bool send_cur_unfinished(const struct mbcf_conn *c)
+{
+	return c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn, c->cur->nframes);
+}
+
 static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 {
 	struct mbcf_msg *m;
@@ -388,7 +394,7 @@ static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 	*fresh = c->snd_nxt == c->snd_max;
 	if (!*fresh)
 		return send_find(c, c->snd_nxt);
-	if (c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn, c->cur->nframes))
+	if (send_cur_unfinished(c))
 		return c->cur;
 	m = send_pick(c, false);
 	if (m) {
@@ -526,9 +532,7 @@ static void send_tlp_arm(struct mbcf_conn *c, u64 now)
  */
 static bool send_idle(const struct mbcf_conn *c)
 {
-	return c->snd_nxt == c->snd_max &&
-	       !(c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn,
-				       c->cur->nframes)) &&
+	return c->snd_nxt == c->snd_max && !send_cur_unfinished(c) &&
 	       c->resp.next == c->resp.tail && c->req.next == c->req.tail;
 }
 
