@@ -16,8 +16,8 @@
  * wr.c says where a request's bytes are.  The core builds frames under the QP
  * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
  * netdev once the lock is dropped (mbcf_net_send).  A frame to our own MAC
- * (both QPs on this device) goes through netif_rx() so it is handled later
- * in softirq, never re-entering a QP lock.
+ * (both QPs on this device) is delivered at once (mbcf_net_loop), with no
+ * QP lock held.
  *
  * Every frame the handler accepts as ours is counted in rx_frames and then
  * gets exactly one verdict counter (include/mbcf/counters.h).
@@ -75,24 +75,19 @@ static void mbcf_net_unmap(const struct sk_buff *skb,
 		kunmap_local(f->iov[i].base);
 }
 
-static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
-			struct packet_type *pt, struct net_device *orig_dev)
+/*
+ * One frame of ours, its MBCF header at skb->data: parse, describe the
+ * payload, apply it to the QP it names.  Consumes the skb.  In softirq or
+ * with bottom halves off.
+ */
+static int mbcf_net_deliver(struct mbcf_dev *dev, struct sk_buff *skb)
 {
-	struct mbcf_dev *dev = container_of(pt, struct mbcf_dev, ptype);
 	struct mbcf_counters *ctr = this_cpu_ptr(dev->rx_ctr);
 	struct mbcf_iov iov[MAX_SKB_FRAGS + 1];
 	struct mbcf_frame f;
 	u32 hdr_len;
 
-	/* Not addressed to us (promiscuous netdev, a copy of our own). */
-	if (skb->pkt_type == PACKET_OTHERHOST || skb->pkt_type == PACKET_OUTGOING)
-		goto drop;
 	ctr->rx_frames++;
-	skb = skb_share_check(skb, GFP_ATOMIC);
-	if (!skb) {
-		ctr->drop_nomem++;
-		return NET_RX_DROP;
-	}
 	/* The header linear (parse judges what is too short), in two steps
 	 * so no payload byte is pulled in with it. */
 	if (!pskb_may_pull(skb, min_t(u32, skb->len, MBCF_HDR_LEN)))
@@ -124,6 +119,25 @@ drop_nomem:
 drop:
 	kfree_skb(skb);
 	return NET_RX_DROP;
+}
+
+static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
+			struct packet_type *pt, struct net_device *orig_dev)
+{
+	struct mbcf_dev *dev = container_of(pt, struct mbcf_dev, ptype);
+
+	/* Not addressed to us (promiscuous netdev, a copy of our own). */
+	if (skb->pkt_type == PACKET_OTHERHOST || skb->pkt_type == PACKET_OUTGOING) {
+		kfree_skb(skb);
+		return NET_RX_DROP;
+	}
+	skb = skb_share_check(skb, GFP_ATOMIC);
+	if (!skb) {
+		this_cpu_inc(dev->rx_ctr->rx_frames);
+		this_cpu_inc(dev->rx_ctr->drop_nomem);
+		return NET_RX_DROP;
+	}
+	return mbcf_net_deliver(dev, skb);
 }
 
 int mbcf_net_start(struct mbcf_dev *dev)
@@ -307,15 +321,39 @@ queue:
 	return 0;
 }
 
-/* To the netdev, or straight back in if it is addressed to this device. */
-static void mbcf_net_out(struct net_device *ndev, struct sk_buff *skb)
+/*
+ * Frames a device sends to itself (both QPs on it) are delivered right
+ * here, as rxe loops back inside its driver: no backlog queue, no second
+ * softirq pass, and a zero-copy frame's payload is copied once, from the
+ * sender's pages into the target (the stack's receive path would copy its
+ * fragments first).  Not nested: a frame sent while delivering one (the
+ * receiver's ACK) takes the backlog, which runs when the outer delivery
+ * ends, so the stack never grows by more than one delivery.  Packet taps
+ * on the netdev do not see these frames.
+ */
+static DEFINE_PER_CPU(bool, mbcf_net_delivering);
+
+static void mbcf_net_loop(struct mbcf_dev *dev, struct sk_buff *skb)
 {
-	if (ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr)) {
-		skb->protocol = eth_type_trans(skb, ndev);
+	skb->protocol = eth_type_trans(skb, dev->ndev);
+	local_bh_disable();
+	if (this_cpu_read(mbcf_net_delivering)) {
 		netif_rx(skb);
 	} else {
-		dev_queue_xmit(skb);
+		this_cpu_write(mbcf_net_delivering, true);
+		mbcf_net_deliver(dev, skb);
+		this_cpu_write(mbcf_net_delivering, false);
 	}
+	local_bh_enable();
+}
+
+/* To the netdev, or straight back in if it is addressed to this device. */
+static void mbcf_net_out(struct mbcf_dev *dev, struct sk_buff *skb)
+{
+	if (ether_addr_equal(eth_hdr(skb)->h_dest, dev->ndev->dev_addr))
+		mbcf_net_loop(dev, skb);
+	else
+		dev_queue_xmit(skb);
 }
 
 /*
@@ -335,7 +373,7 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 			kfree_skb(skb);
 			continue;
 		}
-		mbcf_net_out(ndev, skb);
+		mbcf_net_out(qp->dev, skb);
 	}
 }
 
@@ -353,6 +391,6 @@ int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 	skb = mbcf_net_alloc(dev, dmac, hdr, hdr_len, 0);
 	if (!skb)
 		return -ENOMEM;
-	mbcf_net_out(dev->ndev, skb);
+	mbcf_net_out(dev, skb);
 	return 0;
 }
