@@ -168,8 +168,26 @@ static void conn_timer_update(struct mbcf_conn *c)
 	}
 }
 
+/*
+ * What conn_settle() would find to do, nothing: a connected responder
+ * between frames of the peer's stream -- nothing to send, owed or
+ * awaited, no deadline armed or due.  Checked first, as every received
+ * frame settles the connection (bench/core).
+ */
+static bool conn_nothing_due(const struct mbcf_conn *c)
+{
+	return c->state == MBCF_CONN_RTS && !c->ack_due && !c->tx_unflushed &&
+	       !c->tx_busy && !c->stopped && !c->cqe_lost && !c->nak_drain &&
+	       !c->rto_at && !c->tlp_at && !c->timer_at &&
+	       !mbcf_send_waiting(c) && mbcf_send_idle(c);
+}
+
 static void conn_settle(struct mbcf_conn *c, u64 now)
 {
+	if (conn_nothing_due(c)) {
+		c->pace_wait = false;
+		return;
+	}
 	/* a completion that could not be delivered: nothing is reliable now */
 	if (c->cqe_lost && c->state == MBCF_CONN_RTS)
 		mbcf_conn_enter_error(c, false, 0, MBCF_WC_WR_FLUSH_ERR);

@@ -47,6 +47,32 @@ static inline bool mbcf_op_is_rd(u8 op)
 	       op == MBCF_OP_FETCH_ADD;
 }
 
+/* The message being sent has frames not yet sent once. */
+static inline bool mbcf_send_cur_unfinished(const struct mbcf_conn *c)
+{
+	return c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn,
+				     c->cur->nframes);
+}
+
+/*
+ * Nothing to send (send_next_msg would find nothing): no resend, the
+ * message being sent is whole, no response or request (local ones
+ * included) waiting to start.  A responder's state after each frame it
+ * takes in: checked without the burst's frame set-up, as the receive
+ * path pays for it per frame.
+ */
+static inline bool mbcf_send_idle(const struct mbcf_conn *c)
+{
+	return c->snd_nxt == c->snd_max && !mbcf_send_cur_unfinished(c) &&
+	       c->resp.next == c->resp.tail && c->req.next == c->req.tail;
+}
+
+/* Something the peer still owes us: acknowledgements or a response. */
+static inline bool mbcf_send_waiting(const struct mbcf_conn *c)
+{
+	return c->snd_una != c->snd_max || c->rd_out;
+}
+
 /* conn.c */
 void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
 			   u8 wc_status);

@@ -318,7 +318,11 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 		recv_unexpected(c, f);
 		return;
 	}
-	st = h ? h(c, f) : MBCF_ST_REMOTE_INVALID_REQUEST;
+	/* the common case called directly (and inlined) */
+	if (f->op == MBCF_OP_WRITE)
+		st = recv_write(c, f);
+	else
+		st = h ? h(c, f) : MBCF_ST_REMOTE_INVALID_REQUEST;
 	if (st == MBCF_RX_ACCEPT) {
 		recv_accept(c, f);
 	} else if (st == MBCF_RX_RNR) {

@@ -381,12 +381,6 @@ static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 }
 
 /* The message and frame index for snd_nxt; starts a new message if needed. */
-/* The message being sent has frames not yet sent once. */
-static bool send_cur_unfinished(const struct mbcf_conn *c)
-{
-	return c->cur && mbcf_seq_in(c->snd_max, c->cur->first_psn, c->cur->nframes);
-}
-
 static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 {
 	struct mbcf_msg *m;
@@ -394,7 +388,7 @@ static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 	*fresh = c->snd_nxt == c->snd_max;
 	if (!*fresh)
 		return send_find(c, c->snd_nxt);
-	if (send_cur_unfinished(c))
+	if (mbcf_send_cur_unfinished(c))
 		return c->cur;
 	m = send_pick(c, false);
 	if (m) {
@@ -497,12 +491,6 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	return true;
 }
 
-/* Something the peer still owes us: acknowledgements or a response. */
-static bool send_waiting(const struct mbcf_conn *c)
-{
-	return c->snd_una != c->snd_max || c->rd_out;
-}
-
 /*
  * docs/protocol.md 7.6: when to probe the tail -- two measured round trips
  * after the last frame left, if that is well before the retransmission
@@ -521,19 +509,6 @@ static void send_tlp_arm(struct mbcf_conn *c, u64 now)
 		pto = MBCF_TLP_MIN_NS;
 	if (pto < c->rto_cur / 2)
 		c->tlp_at = now + pto;
-}
-
-/*
- * Nothing to send (send_next_msg would find nothing): no resend, the
- * message being sent is whole, no response or request (local ones
- * included) waiting to start.  A responder's state after each frame it
- * takes in: checked without the burst's frame set-up, as the receive
- * path pays for it per frame.
- */
-static bool send_idle(const struct mbcf_conn *c)
-{
-	return c->snd_nxt == c->snd_max && !send_cur_unfinished(c) &&
-	       c->resp.next == c->resp.tail && c->req.next == c->req.tail;
 }
 
 static mbcf_noinline void send_burst(struct mbcf_conn *c, u64 now)
@@ -556,10 +531,10 @@ static mbcf_noinline void send_burst(struct mbcf_conn *c, u64 now)
 void mbcf_send_push(struct mbcf_conn *c, u64 now)
 {
 	c->pace_wait = false;
-	if (!send_idle(c))
+	if (!mbcf_send_idle(c))
 		send_burst(c, now);
 	/* keep a deadline while the peer owes us something or xmit is busy */
-	if (!c->rto_at && !c->stopped && (send_waiting(c) || c->tx_busy))
+	if (!c->rto_at && !c->stopped && (mbcf_send_waiting(c) || c->tx_busy))
 		c->rto_at = now + c->rto_cur;
 }
 
@@ -753,7 +728,7 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 	 */
 	if (!c->rto_backoff)
 		c->rto_cur = c->rto_base;
-	c->rto_at = send_waiting(c) && !c->stopped ? now + c->rto_cur : 0;
+	c->rto_at = mbcf_send_waiting(c) && !c->stopped ? now + c->rto_cur : 0;
 	c->tlp_sent = false;
 	send_tlp_arm(c, now);
 	mbcf_send_complete(c);
@@ -985,7 +960,7 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		return;
 	}
 	c->rto_at = 0;
-	if (!send_waiting(c))
+	if (!mbcf_send_waiting(c))
 		return;
 	/*
 	 * Go-back-N already rewound to the oldest frame and the pacing clock
