@@ -110,6 +110,34 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 	return MBCF_RX_ACCEPT;
 }
 
+/*
+ * The claimed receive fails with @st, and the frame is rejected.  UC
+ * completes it now (the message is dropped, nothing else happens).  RC
+ * NAKs, maybe after draining its responses (section 8.3), and until then
+ * requests of ours the peer acknowledges still complete successfully: the
+ * receive's error waits for the connection to enter ERROR
+ * (recv_fail_complete), or it would come before those successes -- and
+ * after an error completion a QP completes nothing successfully (verbs).
+ */
+static void recv_fail(struct mbcf_conn *c, u8 op, u8 st, u32 byte_len)
+{
+	if (c->cfg.uc) {
+		recv_complete(c, op, st, byte_len, NULL);
+		return;
+	}
+	c->rx_err = st;
+	c->rx_err_op = op;
+	c->rx_err_len = byte_len;
+}
+
+/* Complete the receive recv_fail() held back, if any. */
+static void recv_fail_complete(struct mbcf_conn *c)
+{
+	if (c->rx_err && c->rx_claimed)
+		recv_complete(c, c->rx_err_op, c->rx_err, c->rx_err_len, NULL);
+	c->rx_err = 0;
+}
+
 static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	int st = recv_segment(c, f, MBCF_OP_SEND);
@@ -128,8 +156,7 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (f->paylen > c->rx_cap - c->rx_off) {
 		/* UC drops the message and keeps the receive (verbs) */
 		if (!c->cfg.uc)
-			recv_complete(c, f->op, MBCF_WC_LOC_LEN_ERR, c->rx_off,
-				      NULL);
+			recv_fail(c, f->op, MBCF_WC_LOC_LEN_ERR, c->rx_off);
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	}
 	for (k = 0, off = c->rx_off; f->paylen && mbcf_frame_piece(f, k, &p, &n);
@@ -137,7 +164,7 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 		/* a receive buffer we may not write: ours to report, theirs
 		 * to learn as a remote operational error (verbs) */
 		if (c->ops->recv_write(c->env, c->rx_cookie, off, p, n)) {
-			recv_complete(c, f->op, MBCF_WC_LOC_PROT_ERR, off, NULL);
+			recv_fail(c, f->op, MBCF_WC_LOC_PROT_ERR, off);
 			return MBCF_ST_REMOTE_OP_ERROR;
 		}
 	}
@@ -149,8 +176,7 @@ static int recv_send(struct mbcf_conn *c, const struct mbcf_frame *f)
 	/* SEND_INV: the key goes with the message (verbs send with invalidate) */
 	if (f->op == MBCF_OP_SEND_INV && c->ops->invalidate(c->env, f->rkey)) {
 		if (!c->cfg.uc)
-			recv_complete(c, f->op, MBCF_WC_REM_INV_REQ_ERR,
-				      c->rx_off, NULL);
+			recv_fail(c, f->op, MBCF_WC_REM_INV_REQ_ERR, c->rx_off);
 		return MBCF_ST_REMOTE_INVALID_REQUEST;
 	}
 	recv_segment_done(c, f, MBCF_OP_SEND);
@@ -364,6 +390,10 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 void mbcf_recv_nak_now(struct mbcf_conn *c)
 {
 	c->nak_drain = false;
+	/* what the peer acknowledged meanwhile completed; then the receive
+	 * that failed with the rejected frame, ahead of the flushes */
+	mbcf_send_complete(c);
+	recv_fail_complete(c);
 	mbcf_send_nak(c, c->nak_psn, c->nak_status);
 	/* the error is the peer's: none of our own requests failed, they are
 	 * flushed (section 8.2) */
@@ -562,6 +592,7 @@ void mbcf_recv_posted(struct mbcf_conn *c)
 /* A receive claimed by a message that will never finish is flushed. */
 void mbcf_recv_flush(struct mbcf_conn *c)
 {
+	recv_fail_complete(c);	/* failed: its own status, not a flush */
 	if (c->rx_claimed)
 		recv_complete(c, c->rx_msg ? c->rx_msg : MBCF_OP_SEND,
 			      MBCF_WC_WR_FLUSH_ERR, c->rx_off, NULL);

@@ -314,6 +314,11 @@ struct mbcf_conn {
 	bool rx_claimed;	/* a receive is claimed for rx_msg */
 	u64 rx_cookie;
 	u32 rx_cap, rx_off;
+	u8 rx_err;		/* RC: the claimed receive failed with this wc
+				 * status along with the frame we rejected; it
+				 * completes when we enter ERROR (section 8.3) */
+	u8 rx_err_op;
+	u32 rx_err_len;
 	u8 nak_status;		/* we NAKed nak_psn with this status */
 	u32 nak_psn;		/* the frame we rejected (rcv_nxt), or a read
 				 * we accepted and could not answer */

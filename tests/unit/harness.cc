@@ -135,6 +135,7 @@ int complete(void *env, const mbcf_cqe *cqe)
 		e->rcqes.push_back(*cqe);
 	else
 		e->cqes.push_back(*cqe);
+	e->allcqes.push_back(*cqe);
 	return 0;
 }
 

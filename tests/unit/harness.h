@@ -42,6 +42,7 @@ struct Env {
 	std::map<uint64_t, std::vector<uint8_t>> recv_buf;	// recv cookie -> data
 	std::vector<mbcf_cqe> cqes;	// requester completions
 	std::vector<mbcf_cqe> rcqes;	// receive completions
+	std::vector<mbcf_cqe> allcqes;	// both, in the order they were made
 	std::deque<std::vector<uint8_t>> out;	// frames sent, bytes after Ethernet
 	uint64_t timer_at = 0;
 	int timer_calls = 0;

@@ -574,6 +574,48 @@ TEST_F(Pair, ReceiveBufferFaultIsRemoteOperationalError)
 	EXPECT_EQ(rx_unaccounted(b), 0);
 }
 
+// The same fault while the responder still owes a read response (the drain
+// of section 8.3) and has a request of its own in flight, acknowledged by
+// the requester during the drain.  The QP's completions, send and receive
+// together (one CQ), must not show a success after the error: the
+// receive's LOC_PROT_ERR comes when the QP enters ERROR, after the
+// request's success -- not when the frame was rejected.
+TEST_F(Pair, ReceiveFaultDuringTheDrainComesAfterOwnSuccesses)
+{
+	uint8_t *t = b.target(kRkey, kBase);
+	for (int i = 0; i < 30000; i++)
+		t[i] = (uint8_t)(i * 7);
+	uint64_t own = post(b, MBCF_OP_WRITE, 10);	// b's own, not yet acknowledged
+	b.recvs.push_back({7, 4000});
+	b.recv_write_fail_at = 0;
+	uint64_t rd = post(a, MBCF_OP_READ_REQ, 30000, kBase);
+	uint64_t snd = post(a, MBCF_OP_SEND, 3000);
+	pump(a, b, now);
+	EXPECT_TRUE(b.conn.nak_drain);
+	settle(a, b, now);
+	EXPECT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	EXPECT_EQ(a.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(b.cqes.size(), 1u);
+	EXPECT_EQ(b.cqes[0].cookie, own);
+	EXPECT_EQ(b.cqes[0].status, MBCF_WC_SUCCESS);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].cookie, 7u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_LOC_PROT_ERR);
+	bool err = false;
+	for (const auto &q : b.allcqes) {
+		EXPECT_FALSE(err && q.status == MBCF_WC_SUCCESS)
+			<< "cookie " << q.cookie << " succeeded after an error completion";
+		err |= q.status != MBCF_WC_SUCCESS;
+	}
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].cookie, rd);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[1].cookie, snd);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_OP_ERR);
+	EXPECT_EQ(rx_unaccounted(a), 0);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 // A receive queue the environment finds malformed is not an RNR condition:
 // the message is NAKed (REM_OP_ERR) and no receive completes.
 TEST_F(Pair, MalformedReceiveQueueIsRemoteOperationalError)

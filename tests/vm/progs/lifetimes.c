@@ -65,14 +65,20 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
 
 #include "stream.h"
 #include "vmprog.h"
@@ -408,6 +414,18 @@ static int run_destroy(int rounds)
 
 /* ---- dereg ----------------------------------------------------------------- */
 
+/*
+ * The dereg rounds' pairs: race_opts, scaled (run_dereg).  On the debug
+ * lane (first run of 2026-11-26) the dereg-to-REM_ACCESS_ERR time was
+ * 751 ms on average, 1610 ms at most (stock kernel: 26 and 144 ms), under
+ * the flood and the ib_read_bw stream: seven of the 60 remote rounds' B
+ * ran out of race_opts' ~1 s of retries before A's NAK came.  Likewise the
+ * streaming before each dereg (0-30 ms) is scaled: on the stock kernel
+ * ~5 operations per round completed within it, on the debug one none in
+ * 120 rounds ("no operation completed").  Scale 1: race_opts, 0-30 ms.
+ */
+static struct vp_conn_opts dereg_opts;
+
 struct gstats {
 	int rounds[2];
 	double err_max, err_sum;	/* remote rounds: dereg to B's error (s) */
@@ -458,7 +476,7 @@ static void dereg_remote(int r, struct vp_dev *da, struct vp_dev *db,
 	double t0;
 	int st;
 
-	pair_connect(&p, da, db, &race_opts);
+	pair_connect(&p, da, db, &dereg_opts);
 	vp_buf_alloc(&t, st_side_len(DSIZE, WIN, 0));
 	memset(bb->p, 0, bb->len);
 	pins0 = vp_pins_held();
@@ -475,13 +493,13 @@ static void dereg_remote(int r, struct vp_dev *da, struct vp_dev *db,
 		ST_WRITE | ST_READ);
 	snprintf(p.sb.name, sizeof(p.sb.name), "round %d B", r);
 	one[0] = &p.sb;
-	pump(one, 1, vp_rand_below(&seed, 31));
+	pump(one, 1, vp_rand_below(&seed, 31) * vp_time_scale());
 
 	/*
 	 * REM_ACCESS_ERR: A refused a request naming T, or the dereg caught
 	 * A building a response from T it had accepted before: A NAKs that
 	 * read (docs/protocol.md 8.3), rather than B's retries running out
-	 * (race_opts: ~1 s); the time from the dereg call is printed.
+	 * (dereg_opts: ~1 s on the stock kernel); the time from the dereg call is printed.
 	 * Nothing is flushed before it: when A refuses a write while the
 	 * response to a read B posted before it is still queued, A sends
 	 * that response first and NAKs after (8.3), so the read completes.
@@ -542,7 +560,7 @@ static void dereg_local(int r, struct vp_dev *da, struct vp_dev *db,
 	long pins0, pins1, d;
 	int st;
 
-	pair_connect(&p, da, db, &race_opts);
+	pair_connect(&p, da, db, &dereg_opts);
 	vp_buf_alloc(&l, st_side_len(DSIZE, WIN, 0));
 	memset(bb->p, 0, bb->len);
 	pins0 = vp_pins_held();
@@ -558,7 +576,7 @@ static void dereg_local(int r, struct vp_dev *da, struct vp_dev *db,
 		ST_WRITE | ST_READ);
 	snprintf(p.sa.name, sizeof(p.sa.name), "round %d A", r);
 	one[0] = &p.sa;
-	pump(one, 1, vp_rand_below(&seed, 31));
+	pump(one, 1, vp_rand_below(&seed, 31) * vp_time_scale());
 
 	/*
 	 * LOC_PROT_ERR: a request named L.  WR_FLUSH_ERR first: the dereg
@@ -610,6 +628,7 @@ static int run_dereg(int rounds)
 	int r, f0 = vp_fails;
 
 	memset(&gs, 0, sizeof(gs));
+	dereg_opts = scaled_race_opts();
 	if (vp_dev_open(&da, dev_a) || vp_dev_open(&db, dev_b))
 		vp_die("open %s / %s", dev_a, dev_b);
 	vp_buf_alloc(&bb, st_side_len(DSIZE, WIN, 0));
@@ -989,11 +1008,86 @@ static int run_deregbig(int rounds)
 /* ---- lastwords: an ACK lost, then its QP destroyed ------------------------------ */
 
 /* B's ACKs leave through veth1 (in ns1): drop every MBCF ACK (opcode 0x10,
- * the byte after the version; u32 counts from the network header). */
-#define ACK_DROP_ON	"ip netns exec ns1 tc qdisc add dev veth1 root handle 1: prio && " \
-			"ip netns exec ns1 tc filter add dev veth1 parent 1: protocol all " \
+ * the byte after the version; u32 counts from the network header).  The
+ * prio qdisc stays for all rounds; each round adds the filter and
+ * ack_drop_off() removes it. */
+#define ACK_QDISC_ON	"ip netns exec ns1 tc qdisc add dev veth1 root handle 1: prio"
+#define ACK_QDISC_OFF	"ip netns exec ns1 tc qdisc del dev veth1 root"
+#define ACK_DROP_ON	"ip netns exec ns1 tc filter add dev veth1 parent 1: protocol all " \
 			"u32 match u8 0x10 0xff at 1 action drop"
-#define ACK_DROP_OFF	"ip netns exec ns1 tc qdisc del dev veth1 root"
+
+/*
+ * The filter goes through an rtnetlink socket opened in ns1 beforehand:
+ * B's last words last 2 s (MBCF_LINGER_NS) from its destroy, and under TCG
+ * `ip netns exec ns1 tc qdisc del dev veth1 root` (a fork and exec, and a
+ * root qdisc's removal waits for an RCU grace period in dev_deactivate)
+ * took 0.4-2.75 s on the stock kernel with a busy host: in one round of
+ * three the filter went after the last words had, and A's write failed
+ * with RETRY_EXC_ERR (the debug lane: all three rounds, 11 last-words ACKs
+ * sent into the filter).  Flushing the filters of 1: this way takes well
+ * under a millisecond (stock and debug kernel).
+ */
+static int ns1_rtnl = -1;
+static unsigned int ns1_veth1;
+
+static void ns1_rtnl_open(void)
+{
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int ns = open("/run/netns/ns1", O_RDONLY | O_CLOEXEC);
+
+	if (self < 0 || ns < 0 || setns(ns, CLONE_NEWNET))
+		vp_die("enter ns1: %s", strerror(errno));
+	ns1_rtnl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	ns1_veth1 = if_nametoindex("veth1");
+	if (setns(self, CLONE_NEWNET))
+		vp_die("back from ns1: %s", strerror(errno));
+	if (ns1_rtnl < 0 || !ns1_veth1)
+		vp_die("rtnetlink socket / veth1 in ns1: %s", strerror(errno));
+	close(self);
+	close(ns);
+}
+
+/* `tc filter del dev veth1 parent 1:` in ns1 (every filter of chain 0). */
+static void ack_drop_off(void)
+{
+	static unsigned int seq;
+	struct {
+		struct nlmsghdr n;
+		struct tcmsg t;
+	} req = {
+		.n = {
+			.nlmsg_len = sizeof(req),
+			.nlmsg_type = RTM_DELTFILTER,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+			.nlmsg_seq = ++seq,
+		},
+		.t = {
+			.tcm_family = AF_UNSPEC,
+			.tcm_ifindex = (int)ns1_veth1,
+			.tcm_parent = TC_H_MAKE(1U << 16, 0),
+			.tcm_info = 0,	/* prio 0, protocol 0: flush */
+		},
+	};
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	char buf[4096];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	ssize_t n;
+
+	if (sendto(ns1_rtnl, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
+		   sizeof(kernel)) != (ssize_t)sizeof(req))
+		vp_die("RTM_DELTFILTER: %s", strerror(errno));
+	for (;;) {
+		n = recv(ns1_rtnl, buf, sizeof(buf), 0);
+		if (n < 0)
+			vp_die("RTM_DELTFILTER answer: %s", strerror(errno));
+		if (!NLMSG_OK(h, (size_t)n) || h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
+			continue;
+		if (((struct nlmsgerr *)NLMSG_DATA(h))->error)
+			vp_die("RTM_DELTFILTER: %s",
+			       strerror(-((struct nlmsgerr *)NLMSG_DATA(h))->error));
+		return;
+	}
+}
 
 /* 16.8 ms doubling, 7 retries: ~2.1 s in all, the resends after the
  * destroy well inside the 2 s the last words are kept */
@@ -1008,7 +1102,7 @@ static int run_lastwords(int rounds)
 	struct pair p;
 	uint64_t id;
 	int r, st, f0 = vp_fails;
-	double t0;
+	double t0, t_land, t_gone, t_off;
 
 	if (vp_dev_open(&da, dev_a) || vp_dev_open(&db, dev_b))
 		vp_die("open %s / %s", dev_a, dev_b);
@@ -1016,6 +1110,9 @@ static int run_lastwords(int rounds)
 	vp_buf_alloc(&dst, SIZE);
 	if (vp_buf_reg(&src, &da, VP_ACCESS_ALL) || vp_buf_reg(&dst, &db, VP_ACCESS_ALL))
 		vp_die("ibv_reg_mr: %s", strerror(errno));
+	ns1_rtnl_open();
+	if (system(ACK_QDISC_ON))
+		vp_die("tc: %s", ACK_QDISC_ON);
 	for (r = 0; r < rounds; r++) {
 		pair_connect(&p, &da, &db, &lastwords_opts);
 		memset(dst.p, 0, 64);
@@ -1028,6 +1125,7 @@ static int run_lastwords(int rounds)
 		t0 = vp_now();
 		while (vp_diff_pat(dst.p, 64, 0x700 + r, 0) >= 0 && vp_now() < t0 + 5)
 			vp_sleep_us(100);
+		t_land = vp_now();
 		vp_check(vp_diff_pat(dst.p, 64, 0x700 + r, 0) < 0,
 			 "lastwords %d: the write never landed at B", r);
 		vp_sleep_us(100000);	/* a few of A's resends, their ACKs dropped */
@@ -1035,17 +1133,23 @@ static int run_lastwords(int rounds)
 		vp_check(st < 0, "lastwords %d: the write completed (%s) while every ACK "
 			 "was dropped: the filter did not work", r, st_str(st));
 		qp_destroy(&p.b, "B");
-		if (system(ACK_DROP_OFF))
-			vp_die("tc: %s", ACK_DROP_OFF);
+		t_gone = vp_now();
+		ack_drop_off();
+		t_off = vp_now();
 		st = next_wc(p.a.cq, 10 * vp_time_scale(), &id);
 		printf("lastwords %d: A's write, its ACK lost and B destroyed: %s %.0f ms after "
-		       "the post\n", r, st_str(st), (vp_now() - t0) * 1e3);
+		       "the post (landed at %.0f ms, B destroyed at %.0f ms, filter off at %.0f ms)\n",
+		       r, st_str(st), (vp_now() - t0) * 1e3, (t_land - t0) * 1e3,
+		       (t_gone - t0) * 1e3, (t_off - t0) * 1e3);
 		vp_check(st == IBV_WC_SUCCESS, "lastwords %d: A's write completed with %s, "
 			 "expected SUCCESS (B's last words)", r, st_str(st));
 		qp_destroy(&p.a, "A");
 		cq_destroy(&p.a, "A");
 		cq_destroy(&p.b, "B");
 	}
+	if (system(ACK_QDISC_OFF))
+		vp_die("tc: %s", ACK_QDISC_OFF);
+	close(ns1_rtnl);
 	vp_check(!vp_buf_free(&src) && !vp_buf_free(&dst), "ibv_dereg_mr");
 	vp_check(!vp_dev_close(&da) && !vp_dev_close(&db), "close the devices");
 	printf("%s lastwords: %d rounds\n", vp_fails == f0 ? "PASS" : "FAIL", rounds);

@@ -797,6 +797,10 @@ struct aqp {
 	uint8_t rx_msg;		/* 0, OP_WRITE or OP_SEND: inside a message */
 	bool rx_claimed;
 	uint32_t rx_off, rx_cap;
+	int rx_err;		/* the claimed receive failed with the frame we
+				 * rejected: this status, once we enter ERROR
+				 * (8.3; 0 = none) */
+	uint32_t rx_err_len;
 	struct posted rx_cur;
 	struct posted rq[MAXRQ];
 	int rq_n;
@@ -886,6 +890,25 @@ static void recv_done(struct aqp *q, int status, int opcode, uint32_t byte_len,
 		  status == IBV_WC_SUCCESS ? imm : -1, imm_val);
 	slot_free(q, &q->rx_cur);
 	q->rx_claimed = false;
+}
+
+/*
+ * The claimed receive fails along with the frame rejected: its error
+ * completes when the QP enters ERROR, after whatever of its own succeeds
+ * during the drain (8.3; core/recv.c recv_fail).
+ */
+static void recv_fail(struct aqp *q, int status)
+{
+	q->rx_err = status;
+	q->rx_err_len = q->rx_off;
+}
+
+/* ... and there it completes. */
+static void recv_fail_done(struct aqp *q)
+{
+	if (q->rx_err && q->rx_claimed)
+		recv_done(q, q->rx_err, -1, q->rx_err_len, -1, 0);
+	q->rx_err = 0;
 }
 
 /* 7.3: the oldest posted receive, for the message starting now. */
@@ -1038,6 +1061,7 @@ static void enter_error(struct aqp *q, enum errkind kind, uint8_t st, uint32_t p
 		wc_expect(q, r->wr_id, wcst, -1, 0, -1, 0);
 		r->on = false;
 	}
+	recv_fail_done(q);
 	if (q->rx_claimed) {
 		wc_expect(q, q->rx_cur.wr_id, IBV_WC_WR_FLUSH_ERR, -1, 0, -1, 0);
 		slot_free(q, &q->rx_cur);
@@ -1108,12 +1132,12 @@ static int op_send(struct aqp *q, const struct wf *f)
 	if (!q->rx_claimed || f->offset != q->rx_off)
 		return ST_INV;
 	if (f->paylen > q->rx_cap - q->rx_off) {
-		recv_done(q, IBV_WC_LOC_LEN_ERR, -1, q->rx_off, -1, 0);
+		recv_fail(q, IBV_WC_LOC_LEN_ERR);
 		return ST_INV;
 	}
 	if (f->paylen) {
 		if (!local_ok(q->rx_cur.lkey, q->rx_cur.addr + q->rx_off, f->paylen, &off)) {
-			recv_done(q, IBV_WC_LOC_PROT_ERR, -1, q->rx_off, -1, 0);
+			recv_fail(q, IBV_WC_LOC_PROT_ERR);
 			return ST_OPERR;
 		}
 		model_put(off, f->pay, f->paylen);
@@ -1126,7 +1150,7 @@ static int op_send(struct aqp *q, const struct wf *f)
 	/* SEND_INV: inv_rkey must name a memory window bound here; this
 	 * program binds none (9) */
 	if (f->op == OP_SEND_INV) {
-		recv_done(q, IBV_WC_REM_INV_REQ_ERR, -1, q->rx_off, -1, 0);
+		recv_fail(q, IBV_WC_REM_INV_REQ_ERR);
 		return ST_INV;
 	}
 	q->rx_msg = 0;
@@ -1204,6 +1228,7 @@ static int op_resp(struct aqp *q, const struct wf *f)
 /* 8.3: the NAK of exp, and the error. */
 static void nak_now(struct aqp *q)
 {
+	recv_fail_done(q);
 	q->naks++;
 	ctl_expect(q, OP_ACK, q->nak_st, q->exp);
 	enter_error(q, ERR_WE_NAKED, q->nak_st, 0);
@@ -1800,6 +1825,7 @@ static void aqp_clear_oracle(struct aqp *q)
 	q->lost_sent = q->stop_sent = q->dup_acked = false;
 	q->rx_msg = 0;
 	q->rx_claimed = false;
+	q->rx_err = 0;
 	q->rq_n = 0;
 	memset(q->slot_busy, 0, sizeof(q->slot_busy));
 	q->snd_fixed = false;
