@@ -115,12 +115,7 @@ static const struct vp_conn_opts race_opts = {
  */
 static struct vp_conn_opts scaled_race_opts(void)
 {
-	struct vp_conn_opts o = race_opts;
-	double k;
-
-	for (k = vp_time_scale(); k > 1 && o.timeout < 31; k /= 2)
-		o.timeout++;
-	return o;
+	return vp_scaled_opts(&race_opts);
 }
 
 struct pair {

@@ -329,6 +329,16 @@ const struct vp_conn_opts vp_default_opts = {
 	.min_rnr_timer = 12,
 };
 
+struct vp_conn_opts vp_scaled_opts(const struct vp_conn_opts *o)
+{
+	struct vp_conn_opts s = *o;
+	double k;
+
+	for (k = vp_time_scale(); k > 1 && s.timeout < 31; k /= 2)
+		s.timeout++;
+	return s;
+}
+
 int vp_ep_create(struct vp_ep *e, struct vp_dev *d, struct ibv_cq *cq,
 		 uint32_t send_wr, uint32_t recv_wr)
 {

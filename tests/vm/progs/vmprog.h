@@ -112,6 +112,13 @@ struct vp_conn_opts {
 
 extern const struct vp_conn_opts vp_default_opts;
 
+/*
+ * @o on a kernel VM_TIME_SCALE times slower (the debug lane): the local ACK
+ * timeout raised by log2 of the scale, so every retry waits that much
+ * longer.  The same options on the stock kernel.
+ */
+struct vp_conn_opts vp_scaled_opts(const struct vp_conn_opts *o);
+
 struct vp_ep {
 	struct vp_dev *dev;
 	struct ibv_cq *cq;		/* send and receive completions */
