@@ -47,8 +47,8 @@ echo 20000 >/sys/module/mbcf/parameters/pace_slack_us
 # The debug lane's kernel (VM_TIME_SCALE 5) carries ~2.5 MB/s here, less
 # than the 17 MB/s of the 16 paced QPs: there every rate is divided by the
 # scale squared, the messages by the scale, and the measurement lasts the
-# scale squared (~76 messages for the slowest QP either way), so the same
-# ratios are asserted on a kernel that can keep up.  Stock: S = 1.
+# scale squared (the slowest QP's messages: ~15 stock, ~70 there), so the
+# same ratios are asserted on a kernel that can keep up.  Stock: S = 1.
 S=${VM_TIME_SCALE:-1}
 [[ $S =~ ^[1-9][0-9]*$ ]] || S=1
 base=$((1000 / (S * S)))
