@@ -68,7 +68,6 @@
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1027,19 +1026,13 @@ static unsigned int ns1_veth1;
 
 static void ns1_rtnl_open(void)
 {
-	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	int ns = open("/run/netns/ns1", O_RDONLY | O_CLOEXEC);
+	int self = vp_netns_enter("ns1");
 
-	if (self < 0 || ns < 0 || setns(ns, CLONE_NEWNET))
-		vp_die("enter ns1: %s", strerror(errno));
 	ns1_rtnl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	ns1_veth1 = if_nametoindex("veth1");
-	if (setns(self, CLONE_NEWNET))
-		vp_die("back from ns1: %s", strerror(errno));
+	vp_netns_leave(self);
 	if (ns1_rtnl < 0 || !ns1_veth1)
 		vp_die("rtnetlink socket / veth1 in ns1: %s", strerror(errno));
-	close(self);
-	close(ns);
 }
 
 /* `tc filter del dev veth1 parent 1:` in ns1 (every filter of chain 0). */

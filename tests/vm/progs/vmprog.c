@@ -629,20 +629,35 @@ const char *vp_wc_status_str(int status)
 #define FL_BATCH	32
 #define FL_FRAME_MAX	(14 + FL_WRITE_HDR + FL_PAYLEN)
 
+int vp_netns_enter(const char *netns)
+{
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int ns;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/run/netns/%s", netns);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || ns < 0 || setns(ns, CLONE_NEWNET))
+		vp_die("enter netns %s: %s", netns, strerror(errno));
+	close(ns);
+	return self;
+}
+
+void vp_netns_leave(int self)
+{
+	if (setns(self, CLONE_NEWNET))
+		vp_die("back to our netns: %s", strerror(errno));
+	close(self);
+}
+
 /* Open an AF_PACKET socket bound to @ifname inside network namespace @netns. */
 static int flood_open(const char *netns, const char *ifname)
 {
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
-	int self = -1, ns = -1, s = -1;
-	char path[256];
+	int self = -1, s;
 
-	if (netns && *netns) {
-		snprintf(path, sizeof(path), "/run/netns/%s", netns);
-		self = open("/proc/self/ns/net", O_RDONLY);
-		ns = open(path, O_RDONLY);
-		if (self < 0 || ns < 0 || setns(ns, CLONE_NEWNET))
-			vp_die("enter netns %s: %s", netns, strerror(errno));
-	}
+	if (netns && *netns)
+		self = vp_netns_enter(netns);
 	/* Protocol 0: we only send, never receive. */
 	s = socket(AF_PACKET, SOCK_RAW, 0);
 	if (s < 0)
@@ -651,12 +666,8 @@ static int flood_open(const char *netns, const char *ifname)
 	if (!sll.sll_ifindex || bind(s, (struct sockaddr *)&sll, sizeof(sll)))
 		vp_die("bind to %s (netns '%s'): %s", ifname, netns ? netns : "",
 		       strerror(errno));
-	if (self >= 0) {
-		if (setns(self, CLONE_NEWNET))
-			vp_die("back to our netns: %s", strerror(errno));
-		close(self);
-		close(ns);
-	}
+	if (self >= 0)
+		vp_netns_leave(self);
 	return s;
 }
 

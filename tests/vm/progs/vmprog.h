@@ -207,6 +207,13 @@ int vp_post_recv(struct vp_ep *e, void *laddr, uint32_t len, uint32_t lkey,
 
 const char *vp_wc_status_str(int status);
 
+/* ---- network namespaces ------------------------------------------------------ */
+
+/* Enter /run/netns/@netns; returns our own namespace for vp_netns_leave().
+ * Sockets opened in between stay in @netns.  Dies on failure. */
+int vp_netns_enter(const char *netns);
+void vp_netns_leave(int self);
+
 /* ---- raw frame flood ------------------------------------------------------- */
 
 /*
