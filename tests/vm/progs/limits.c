@@ -16,9 +16,13 @@
  *       wrong byte.
  *   mbcf_limits destroy N
  *       N QPs (N/2 connected pairs -a <-> -b, each moved data) destroyed
- *       one by one, then N MRs deregistered: each batch must take less than
- *       a tenth of N RCU grace periods (measured here: membarrier(GLOBAL)
- *       is one synchronize_rcu()).
+ *       one by one, then N MRs deregistered.  Writes trace markers
+ *       "gp-begin L" / "gp-end L" around five membarrier(GLOBAL) calls
+ *       (L = probe: each is one synchronize_rcu(), so a probe that counts
+ *       grace-period waits must see them) and around each batch (L = qp,
+ *       mr): limits.sh counts the waits in between.  Prints each batch's
+ *       time beside N grace periods' worth, for the report only: on a
+ *       debug kernel the CPU work slows ~17x and grace periods do not.
  *   mbcf_limits hold N
  *       The same N QPs and N MRs, "ready", then wait to be killed.
  *   mbcf_limits bigio MIB
@@ -255,6 +259,20 @@ static double grace_period(void)
 	return t[2];
 }
 
+/*
+ * A line in the kernel's trace buffer (limits.sh reads it); without tracefs
+ * mounted this does nothing.
+ */
+static void trace_mark(const char *what, const char *label)
+{
+	FILE *f = fopen("/sys/kernel/tracing/trace_marker", "w");
+
+	if (!f)
+		return;
+	fprintf(f, "gp-%s %s\n", what, label);
+	fclose(f);
+}
+
 /* Wait for one completion on @cq: its status, or -1 after @timeout_s. */
 static int wait_one(struct ibv_cq *cq, double timeout_s)
 {
@@ -330,27 +348,29 @@ static int run_destroy(int n)
 	int i, err = 0;
 
 	many_setup(&m, n);
+	trace_mark("begin", "probe");
 	gp = grace_period();
+	trace_mark("end", "probe");
+	trace_mark("begin", "qp");
 	t0 = vp_now();
 	for (i = 0; i < m.npairs; i++) {
 		err |= ibv_destroy_qp(m.a[i].qp);
 		err |= ibv_destroy_qp(m.b[i].qp);
 	}
 	tq = vp_now() - t0;
+	trace_mark("end", "qp");
 	vp_check(!err, "a destroy_qp failed");
 	vp_check(!ibv_destroy_cq(m.cqa) && !ibv_destroy_cq(m.cqb), "destroy_cq");
+	trace_mark("begin", "mr");
 	t0 = vp_now();
 	for (i = 0; i < m.nmr; i++)
 		err |= ibv_dereg_mr(m.mr[i]);
 	tm = vp_now() - t0;
+	trace_mark("end", "mr");
 	vp_check(!err, "a dereg_mr failed");
 	printf("DESTROY qps=%d qp_s=%.3f mrs=%d mr_s=%.3f grace_period_ms=%.2f "
 	       "(%d grace periods would take %.1f s)\n", 2 * m.npairs, tq, m.nmr, tm,
 	       gp * 1e3, n, n * gp);
-	vp_check(tq < 0.1 * n * gp, "destroying %d QPs took %.2f s, not well under %d grace periods (%.1f s)",
-		 2 * m.npairs, tq, n, n * gp);
-	vp_check(tm < 0.1 * n * gp, "deregistering %d MRs took %.2f s, not well under %d grace periods (%.1f s)",
-		 m.nmr, tm, n, n * gp);
 	vp_check(!vp_dev_close(&m.da) && !vp_dev_close(&m.db), "close");
 	return vp_fails;
 }
