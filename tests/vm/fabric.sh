@@ -46,7 +46,7 @@ failed=0
 runs=0
 logs=/var/tmp/fabric
 mkdir -p "$logs"
-limit=180
+limit=$(vm_scaled 180)	# seconds per fi_pingpong process (deadline)
 ITERS=10
 [ "$QUICK" = 1 ] && ITERS=5
 

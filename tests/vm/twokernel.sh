@@ -69,7 +69,7 @@ pair() {
 	for attempt in 1 2 3; do
 		key=s$step.$attempt
 		if vm_is_pair_a; then
-			timeout 120 "${srv[@]}" >"$out" 2>&1 &
+			timeout "$(vm_scaled 120)" "${srv[@]}" >"$out" 2>&1 &
 			local spid=$! end=$((SECONDS + 60))
 			until listening "$listen"; do
 				if ! kill -0 "$spid" 2>/dev/null || [ "$SECONDS" -ge "$end" ]; then
@@ -103,7 +103,7 @@ pair() {
 			while :; do
 				tries=$((tries + 1))
 				rc=0
-				timeout 120 "${cli[@]}" >"$out" 2>&1 || rc=$?
+				timeout "$(vm_scaled 120)" "${cli[@]}" >"$out" 2>&1 || rc=$?
 				[ "$rc" = 0 ] && break
 				# Retry only while the server is still there (it exits
 				# after one client) and the client never got through.
@@ -269,7 +269,7 @@ elif vm_is_pair_a; then
 	vm_pair_wait mpi.ready 300 >/dev/null || failed=$((failed + 1))
 	mlog=/var/tmp/mpi-pair.out
 	t0=$EPOCHREALTIME
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$(vm_scaled 600)" \
 		mpirun --allow-run-as-root -np 2 -H mbcf-vm-a:1,mbcf-vm-b:1 \
 		--bind-to none --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
 		--mca oob_tcp_if_include 198.51.100.0/24 \

@@ -39,7 +39,7 @@ failed=0
 runs=0
 logs=/var/tmp/ucx
 mkdir -p "$logs"
-limit=240	# seconds per ucx_perftest process
+limit=$(vm_scaled 240)	# seconds per ucx_perftest process (deadline)
 port=13337
 
 # UCX wants a hostname and /dev/shm (the guest has neither by default).
