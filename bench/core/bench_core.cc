@@ -83,6 +83,12 @@ mbcf_conn_cfg cfg(uint32_t l, uint32_t r)
 // frames, so that their payloads stay in L1 like BM_MemcpyFrame's source.
 constexpr uint32_t kRing = 8;
 
+// Bytes between the ring's frames: header room and payload, cache-line aligned.
+uint32_t rx_ring_stride(uint32_t len)
+{
+	return (MBCF_HDR_MAX + len + 63) & ~63u;
+}
+
 void rx_frame_fill(uint8_t *fr, uint32_t psn)
 {
 	fr[MBCF_OFF_FLAGS] = MBCF_F_FIRST | MBCF_F_LAST |
@@ -106,7 +112,7 @@ void BM_RxWrite(benchmark::State &st)
 	f.src_qpn = 1;
 	f.rkey = 5;
 	f.paylen = len;
-	stride = (MBCF_HDR_MAX + len + 63) & ~63u;
+	stride = rx_ring_stride(len);
 	std::vector<uint8_t> ring(stride * kRing);
 	for (uint32_t i = 0; i < kRing; i++) {
 		hl = mbcf_codec_build(&f, &ring[i * stride]);
@@ -173,15 +179,19 @@ void BM_TxWrite(benchmark::State &st)
 	st.counters["completions"] = (double)g_completions;
 }
 
-// memcpy of len bytes from src into the rotating target, per iteration.
-void copy_loop(benchmark::State &st, const uint8_t *src, uint32_t len)
+// memcpy of len bytes into the rotating target, per iteration, from n
+// sources stride bytes apart, in turn (n = 1: always src).
+void copy_loop(benchmark::State &st, const uint8_t *src, uint32_t len,
+	       uint32_t stride = 0, uint32_t n = 1)
 {
 	uint64_t va = 0;
+	uint32_t k = 0;
 
 	for (auto _ : st) {
-		memcpy(g_target + va, src, len);
+		memcpy(g_target + va, src + (size_t)k * stride, len);
 		benchmark::ClobberMemory();
 		va = (va + 2048) & (kTarget - 1);
+		k = k + 1 == n ? 0 : k + 1;
 	}
 	st.SetItemsProcessed(st.iterations());
 	st.SetBytesProcessed(st.iterations() * (int64_t)len);
@@ -208,20 +218,10 @@ void BM_MemcpyFrame(benchmark::State &st)
 void BM_MemcpyRing(benchmark::State &st)
 {
 	const uint32_t len = (uint32_t)st.range(0);
-	const uint32_t stride = (MBCF_HDR_MAX + len + 63) & ~63u;
-	const uint32_t hl = mbcf_codec_hdr_len(MBCF_OP_WRITE);
+	const uint32_t stride = rx_ring_stride(len);
 	std::vector<uint8_t> ring(stride * kRing, 0x5a);
-	uint64_t va = 0;
-	uint32_t slot = 0;
 
-	for (auto _ : st) {
-		memcpy(g_target + va, &ring[slot * stride + hl], len);
-		benchmark::ClobberMemory();
-		va = (va + 2048) & (kTarget - 1);
-		slot = (slot + 1) % kRing;
-	}
-	st.SetItemsProcessed(st.iterations());
-	st.SetBytesProcessed(st.iterations() * (int64_t)len);
+	copy_loop(st, ring.data() + mbcf_codec_hdr_len(MBCF_OP_WRITE), len, stride, kRing);
 }
 
 }  // namespace
