@@ -456,7 +456,7 @@ pacing_case() { # Mbit/s [pace_slack_us]
 		v=$(BENCH_CLIENT_ENV="MBCF_QP_RATE_LIMIT=$kbps" perftest_once mbcf ib_write_bw 65536 -n $n)
 		vals="$vals $(awk -v b="${v:-nan}" -v w="$want" 'BEGIN { printf "%.3f", b / w }')"
 	done
-	emit pacing mbcf "ib_write_bw@${r}Mbit/s,slack${slack}us" 65536 1500 "$ack" achieved/target $vals
+	emit pacing mbcf "ib_write_bw@${r}Mbit/s:slack${slack}us" 65536 1500 "$ack" achieved/target $vals
 	echo 2000 >/sys/module/mbcf/parameters/pace_slack_us
 }
 # the default slack (2 ms), and 20 ms: what the emulated guest's late timers need

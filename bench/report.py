@@ -93,7 +93,26 @@ def ratios(rows):
                  find(rows, group="loss", transport=tr, test=f"goodput@{p}%"),
                  find(rows, group="loss", transport=tr, test="goodput@0%"),
                  target if tr == "mbcf" else None, "higher")
+    for rate, slack, r in pacing(rows):
+        v = num(r["median"])
+        verdict = "" if v != v else " (target 0.95-1.05: {})".format(
+            "met" if 0.95 <= v <= 1.05 else "missed")
+        out.append("- ib_write_bw 64 KiB paced at {:g} Mbit/s (pace_slack_us {}), "
+                   "achieved/target: {:.2f}{}".format(rate, slack, v, verdict))
     return out
+
+
+def pacing(rows):
+    """(rate in Mbit/s, pace_slack_us, row) of each pacing row, by rate:
+    test names read "ib_write_bw@RMbit/s:slackSus" (bench/guest.sh: no
+    comma, the CSV is not quoted)."""
+    out = []
+    for r in rows:
+        if r["group"] != "pacing":
+            continue
+        rate, slack = r["test"].split("@")[1].split(":")
+        out.append((float(rate.replace("Mbit/s", "")), int(slack[5:-2]), r))
+    return sorted(out, key=lambda x: (x[1], x[0]))
 
 
 def plots(rows, outdir):
@@ -143,6 +162,47 @@ def plots(rows, outdir):
     fig.tight_layout()
     fig.savefig(f"{outdir}/latency.png", dpi=110)
     made.append("![latency](latency.png)")
+
+    # goodput against loss, each transport against its own lossless median
+    loss = [r for r in rows if r["group"] == "loss"]
+    if loss:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for tr in sorted({r["transport"] for r in loss}):
+            base = find(loss, transport=tr, test="goodput@0%")
+            pts = sorted((float(r["test"].split("@")[1].rstrip("%")), num(r["median"]) / base)
+                         for r in loss if r["transport"] == tr and base == base and base > 0)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=tr)
+        ax.plot([0.1, 1], [0.95, 0.70], linestyle="", marker="_", markersize=20,
+                color="red", label="target (mbcf)")
+        ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlabel("netem loss on both veth ends (%)")
+        ax.set_ylabel("goodput / lossless goodput")
+        ax.set_ylim(0, 1.15)
+        ax.set_title("64 KiB writes (TCP: iperf3) under loss, same guest run")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(f"{outdir}/loss.png", dpi=110)
+        made.append("![goodput under loss](loss.png)")
+
+    # paced rates against their targets
+    paced = pacing(rows)
+    if paced:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for slack in sorted({p[1] for p in paced}):
+            pts = [(p[0], num(p[2]["median"])) for p in paced if p[1] == slack]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                    label=f"pace_slack_us {slack}")
+        ax.axhspan(0.95, 1.05, color="green", alpha=0.15, label="target: within 5 %")
+        got = [num(p[2]["median"]) for p in paced if num(p[2]["median"]) == num(p[2]["median"])]
+        ax.set_ylim(min([0.8] + [v - 0.05 for v in got]), max([1.2] + [v + 0.05 for v in got]))
+        ax.set_xscale("log")
+        ax.set_xlabel("rate limit (Mbit/s)")
+        ax.set_ylabel("achieved / target")
+        ax.set_title("ib_write_bw 64 KiB paced (MBCF_QP_RATE_LIMIT), same guest run")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(f"{outdir}/pacing.png", dpi=110)
+        made.append("![paced rates](pacing.png)")
     return made
 
 

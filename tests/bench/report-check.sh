@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# bench/report.py on a small fixture: exact ratio lines, and every plot
+# written (when matplotlib is there: scripts/install-deps.sh installs it).
+#   report-check.sh BENCH_DIR
+set -euo pipefail
+bench=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The pacing rows' test name as bench/guest.sh emits it: the CSV is not
+# quoted, so a comma in it would shift every later field.
+name=$(sed -n 's/^[[:space:]]*emit pacing mbcf "\([^"]*\)".*/\1/p' "$bench/guest.sh")
+[ -n "$name" ] || fail "no 'emit pacing' line in guest.sh"
+case $name in *,*) fail "pacing test name has a comma: $name" ;; esac
+pname() { r=$1 slack=$2; eval "echo \"$name\""; }
+
+{
+	echo "group,transport,test,size,mtu,ack_interval,unit,median,runs"
+	echo "latency,mbcf-lo,ib_write_lat,4,1500,0,us,5.00,5.00;4.00;6.00"
+	echo "latency,rxe,ib_write_lat,4,1500,0,us,10.00,10.00;9.00;11.00"
+	echo "latency,mbcf,ib_write_lat,4,1500,0,us,12.00,12.00"
+	echo "latency,tcp,rtt_half,4,1500,-,us,20.00,20.00"
+	echo "bandwidth,mbcf,ib_write_bw,65536,1500,0,MB/s,300,300"
+	echo "bandwidth,rxe,ib_write_bw,65536,1500,-,MB/s,50,50"
+	echo "loss,mbcf,goodput@0%,65536,1500,0,MB/s,100,100"
+	echo "loss,mbcf,goodput@0.1%,65536,1500,0,MB/s,96,96"
+	echo "loss,mbcf,goodput@1%,65536,1500,0,MB/s,60,60"
+	echo "loss,tcp,goodput@0%,-,1500,-,MB/s,50,50"
+	echo "loss,tcp,goodput@1%,-,1500,-,MB/s,45,45"
+	echo "pacing,mbcf,$(pname 100 2000),65536,1500,0,achieved/target,0.97,0.96;0.97;0.99"
+	echo "pacing,mbcf,$(pname 10 2000),65536,1500,0,achieved/target,1.10,1.10"
+} >"$tmp/r.csv"
+
+/usr/bin/python3 "$bench/report.py" "$tmp/r.csv" "$tmp" "fixture" >"$tmp/out"
+want() { grep -qxF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "missing line: $1"; }; }
+want "- ib_write_lat 4 B, one device, mbcf-lo/rxe latency: 0.50 (target <= 0.50: met)"
+want "- ib_write_lat 4 B across the veth, mbcf / TCP round trip/2: 0.60 (target <= 0.50: missed)"
+want "- ib_write_bw 64 KiB MTU 1500, mbcf/rxe bandwidth: 6.00 (target >= 8.00: missed)"
+want "- goodput at 0.1 % loss / lossless, mbcf: 0.96 (target >= 0.95: met)"
+want "- goodput at 1 % loss / lossless, mbcf: 0.60 (target >= 0.70: missed)"
+want "- goodput at 1 % loss / lossless, tcp: 0.90"
+want "- ib_write_bw 64 KiB paced at 10 Mbit/s (pace_slack_us 2000), achieved/target: 1.10 (target 0.95-1.05: missed)"
+want "- ib_write_bw 64 KiB paced at 100 Mbit/s (pace_slack_us 2000), achieved/target: 0.97 (target 0.95-1.05: met)"
+grep -qF "| pacing | mbcf | $(pname 10 2000) | 65536 | 1500 | 0 | 1.1 | **1.10** | 1.1 | achieved/target | 1.10 |" \
+	"$tmp/results.md" || fail "pacing row not in results.md's table"
+
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+	for p in bandwidth latency loss pacing; do
+		[ -s "$tmp/$p.png" ] || fail "no $p.png"
+		grep -qF "($p.png)" "$tmp/results.md" || fail "results.md does not show $p.png"
+	done
+else
+	echo "matplotlib missing: plots not checked"
+fi
+echo "bench.report: ok"
