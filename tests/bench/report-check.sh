@@ -13,7 +13,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 name=$(sed -n 's/^[[:space:]]*emit pacing mbcf "\([^"]*\)".*/\1/p' "$bench/guest.sh")
 [ -n "$name" ] || fail "no 'emit pacing' line in guest.sh"
 case $name in *,*) fail "pacing test name has a comma: $name" ;; esac
-pname() { r=$1 slack=$2; eval "echo \"$name\""; }
+# the name for rate $1 and slack $2: guest.sh's ${r} and ${slack} filled in
+pname() { local n=${name//'${r}'/$1}; echo "${n//'${slack}'/$2}"; }
 
 {
 	echo "group,transport,test,size,mtu,ack_interval,unit,median,runs"
