@@ -125,6 +125,7 @@ struct mbcf_dev {
 	u32 qp_next;			/* cyclic QPN allocation */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
+	bool rx_handler;		/* net.c: ndev's rx_handler is ours */
 	/* net.c: zero-copy frames were copied by the stack (veth): build
 	 * frames with copies until then (jiffies) */
 	unsigned long zc_retry_at;

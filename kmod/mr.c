@@ -17,10 +17,11 @@
  * holds a reference on the MR's embedded struct ubuf_info (zc), the
  * kernel's zero-copy mechanism (SKBFL_ZEROCOPY_FRAG, as MSG_ZEROCOPY):
  * its callback runs once per skb when the stack is done with the
- * fragments -- the skb freed after transmission, or its fragments copied
- * first by every path that would keep them beyond the transmit
- * (skb_orphan_frags: veth and other forwarding to a receive path, clones
- * for packet taps, loopback to ourselves).
+ * fragments -- the skb freed after transmission or after the receiver
+ * read it (veth's peer: SKBFL_DONT_ORPHAN lets the frame cross with the
+ * fragments, and our receive hook there reads them in place, net.c), or
+ * its fragments copied first by every path that would keep them
+ * (skb_orphan_frags_rx: a packet_type handler, a clone for a packet tap).
  *
  * dereg_mr unpublishes the MR, drops the registry's reference and waits
  * for the copies in flight (short, never sleeping) -- after which no new
@@ -192,7 +193,10 @@ static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
 	mr->zc.callback = mbcf_mr_zc_callback;
-	mr->zc.flags = SKBFL_ZEROCOPY_FRAG;
+	/* DONT_ORPHAN: a forward to a receive path (veth) keeps the
+	 * fragments instead of copying them; we are called back when the
+	 * last holder is done, as for io_uring's zero-copy sends. */
+	mr->zc.flags = SKBFL_ZEROCOPY_FRAG | SKBFL_DONT_ORPHAN;
 	refcount_set(&mr->zc.refcnt, 1);	/* the registry's */
 	init_completion(&mr->zc_idle);
 	spin_lock_init(&mr->lock);

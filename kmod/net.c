@@ -3,15 +3,16 @@
  * Frames in and out: the only file that touches sk_buff.
  *
  * Receive: a packet_type handler for EtherType 0x88B5 on the device's
- * netdev parses the MBCF header in place and hands the frame to the QP it
- * names (proto.c), which applies it to target memory right here in NET_RX
- * softirq: no receive buffering, no thread hop.
+ * netdev (and on a veth its rx_handler, mbcf_net_rx_handler) parses the
+ * MBCF header in place and hands the frame to the QP it names (proto.c),
+ * which applies it to target memory right here in NET_RX softirq: no
+ * receive buffering, no thread hop.
  *
  * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
  * the payload either as fragments referencing the registered pages of one
- * MR (zero-copy: the NIC reads them; veth, or a frame to ourselves, would
- * copy them at the crossing, see mbcf_net_attach, and then we copy
- * ourselves for a while, see mbcf_net_zc_copied) or, when short, from
+ * MR (zero-copy: the NIC reads them, or on veth our peer's rx_handler; a
+ * packet tap or a packet_type receiver copies them, see mbcf_net_attach,
+ * and then we copy ourselves for a while, see mbcf_net_zc_copied) or, when short, from
  * several MRs or scattered over too many pieces, copied in behind them;
  * wr.c says where a request's bytes are.  The core builds frames under the QP
  * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
@@ -24,6 +25,7 @@
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 
 #include "mbcf.h"
@@ -121,11 +123,9 @@ drop:
 	return NET_RX_DROP;
 }
 
-static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
-			struct packet_type *pt, struct net_device *orig_dev)
+/* A frame of our EtherType on our netdev, from either receive hook. */
+static int mbcf_net_rcv_one(struct mbcf_dev *dev, struct sk_buff *skb)
 {
-	struct mbcf_dev *dev = container_of(pt, struct mbcf_dev, ptype);
-
 	/* Not addressed to us (promiscuous netdev, a copy of our own). */
 	if (skb->pkt_type == PACKET_OTHERHOST || skb->pkt_type == PACKET_OUTGOING) {
 		kfree_skb(skb);
@@ -140,6 +140,40 @@ static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
 	return mbcf_net_deliver(dev, skb);
 }
 
+static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
+			struct packet_type *pt, struct net_device *orig_dev)
+{
+	return mbcf_net_rcv_one(container_of(pt, struct mbcf_dev, ptype), skb);
+}
+
+/*
+ * The receive hook on a veth.  A packet_type handler is handed a
+ * zero-copy frame only after the stack copied its fragments
+ * (skb_orphan_frags_rx in __netif_receive_skb_core: the handler might keep
+ * them), so on veth -- where the peer's frames arrive with the sender's
+ * pages still attached (SKBFL_DONT_ORPHAN, mr.c) -- every payload was
+ * copied twice.  An rx_handler sees the skb before that: we read the
+ * fragments in place and free the skb, and only then does the sender's
+ * dereg_mr stop waiting for it.  The netdev has one rx_handler slot
+ * (bridge, bond, macvlan want it too), so we take it only on a veth and
+ * only if it is free; else the packet_type handler does all the work.
+ */
+static rx_handler_result_t mbcf_net_rx_handler(struct sk_buff **pskb)
+{
+	struct sk_buff *skb = *pskb;
+
+	if (skb->protocol != htons(MBCF_ETHERTYPE))
+		return RX_HANDLER_PASS;
+	mbcf_net_rcv_one(rcu_dereference(skb->dev->rx_handler_data), skb);
+	return RX_HANDLER_CONSUMED;
+}
+
+static bool mbcf_net_is_veth(const struct net_device *ndev)
+{
+	return ndev->rtnl_link_ops &&
+	       !strcmp(ndev->rtnl_link_ops->kind, "veth");
+}
+
 int mbcf_net_start(struct mbcf_dev *dev)
 {
 	dev->zc_retry_at = jiffies;
@@ -147,12 +181,24 @@ int mbcf_net_start(struct mbcf_dev *dev)
 	dev->ptype.dev = dev->ndev;
 	dev->ptype.func = mbcf_net_rcv;
 	dev_add_pack(&dev->ptype);
+	if (mbcf_net_is_veth(dev->ndev)) {
+		rtnl_lock();
+		dev->rx_handler = !netdev_rx_handler_register(dev->ndev,
+						mbcf_net_rx_handler, dev);
+		rtnl_unlock();
+	}
 	return 0;
 }
 
 /* After this returns no handler runs on this device (synchronize_net). */
 void mbcf_net_stop(struct mbcf_dev *dev)
 {
+	if (dev->rx_handler) {
+		rtnl_lock();
+		netdev_rx_handler_unregister(dev->ndev);
+		rtnl_unlock();
+		dev->rx_handler = false;
+	}
 	if (dev->ptype.func)
 		dev_remove_pack(&dev->ptype);
 	dev->ptype.func = NULL;
@@ -164,7 +210,8 @@ void mbcf_net_stop(struct mbcf_dev *dev)
 /*
  * The stack copied a zero-copy frame of this device (the MR's ubuf_info
  * callback says so, as MSG_ZEROCOPY's SO_EE_CODE_ZEROCOPY_COPIED does):
- * veth always does, so do a packet tap and a frame to ourselves.  Then
+ * a packet tap does, and so does the receive path of a veth peer where
+ * our rx_handler is not (another driver holds the slot).  Then
  * copying the payload into the skb head we allocate anyway is cheaper
  * than the stack's copy, which allocates a page per frame besides: build
  * frames with copies for MBCF_NET_ZC_RETRY, then try zero-copy again (the
@@ -197,10 +244,11 @@ static bool mbcf_net_zc_ok(const struct mbcf_dev *dev)
  * the skb to their MR's struct ubuf_info (SKBFL_ZEROCOPY_FRAG): the stack
  * calls it back once it is done with the fragments, which is what
  * dereg_mr waits for (mr.c).  The flags also make every path that would
- * keep the fragments longer than the transmit -- veth handing the frame
- * to its peer's receive path, a clone for a packet tap, our own receive
- * path -- copy them first (skb_orphan_frags), and SKBFL_SHARED_FRAG tells
- * the stack the bytes may change under it (user memory).  Returns -E2BIG
+ * keep the fragments -- a clone for a packet tap, a packet_type receiver
+ * -- copy them first (skb_orphan_frags_rx); veth lets them cross
+ * (SKBFL_DONT_ORPHAN) to its peer, whose receiver reads and frees them.
+ * SKBFL_SHARED_FRAG tells the stack the bytes may change under it (user
+ * memory: a checksum over them is taken from a copy).  Returns -E2BIG
  * (too many pieces, or more than one MR; the caller copies instead) or
  * another error from the MR lookup.
  */
@@ -222,6 +270,7 @@ static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	skb->len += pl->len;
 	skb->data_len = pl->len;
 	skb->truesize += pl->len;
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	/* the reference sp.zc holds becomes the skb's */
 	skb_zcopy_init(skb, sp.zc);
 	return 0;
