@@ -110,6 +110,7 @@ int mbcf_conn_init(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg,
 	c->resp.m = resp_ring;
 	c->resp.mask = resp_size - 1;
 	c->snd_una = c->snd_nxt = c->snd_max = cfg->sq_psn & MBCF_PSN_MASK;
+	c->ackreq_next = c->snd_una;
 	c->wnd = c->cfg.window;
 	c->rcv_nxt = cfg->rq_psn & MBCF_PSN_MASK;
 	c->retry_left = cfg->retry_cnt;
@@ -136,6 +137,7 @@ int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
 		c->snd_fixed = true;
 		c->cfg.sq_psn = cfg->sq_psn & MBCF_PSN_MASK;
 		c->snd_una = c->snd_nxt = c->snd_max = c->cfg.sq_psn;
+		c->ackreq_next = c->snd_una;
 	}
 	c->cfg.retry_cnt = cfg->retry_cnt;
 	c->cfg.rnr_retry = cfg->rnr_retry;
@@ -260,6 +262,7 @@ static void conn_adopt_send_start(struct mbcf_conn *c, const struct mbcf_frame *
 	    c->resp.tail != c->resp.head)
 		return;		/* cannot happen before the start is fixed */
 	c->snd_una = c->snd_nxt = c->snd_max = f->ack_psn & MBCF_PSN_MASK;
+	c->ackreq_next = c->snd_una;
 	c->cfg.sq_psn = c->snd_max;
 }
 

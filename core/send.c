@@ -254,7 +254,18 @@ static u8 send_ackreq(struct mbcf_conn *c, u32 bytes, u64 now)
 	if (!every)
 		every = c->wnd / 2 < MBCF_ACK_EVERY_MAX ?
 			c->wnd / 2 : MBCF_ACK_EVERY_MAX;
-	if (c->since_ackreq + 1 >= every || (u32)inflight >= c->wnd)
+	if (c->since_ackreq + 1 >= every)
+		return MBCF_F_ACKREQ;
+	/*
+	 * The frame fills the window: ask, unless a frame asking already is
+	 * in flight (its answer opens the window).  Asking with every frame
+	 * that refills a window opened one frame at a time (acknowledgements
+	 * piggy-backed on a read requester's requests) makes the receiver
+	 * answer every frame, and each answer again opens one frame.
+	 */
+	if ((u32)inflight >= c->wnd &&
+	    !(mbcf_seq_lt(c->snd_una, c->ackreq_next) &&
+	      mbcf_seq_le(c->ackreq_next, c->snd_nxt)))
 		return MBCF_F_ACKREQ;
 	/*
 	 * Paced: frames leave one by one, so "the end of a burst" never
@@ -465,6 +476,7 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 				   m->len - i * m->seg : m->seg;
 	if (fl) {
 		c->since_ackreq = 0;
+		c->ackreq_next = mbcf_seq_add(c->snd_nxt, 1);
 		c->ackreq_at = now;
 		c->ctr.acks_req++;
 		/* time its acknowledgement: asked for, so it comes at once */

@@ -273,6 +273,7 @@ struct mbcf_conn {
 				 * is the same episode and cuts no further */
 	bool wnd_cut_valid;
 	u32 since_ackreq;	/* frames since the last ACKREQ flag */
+	u32 ackreq_next;	/* psn after the newest frame sent with ACKREQ */
 	u32 rd_out;		/* started reads/atomics not yet completed */
 	u16 tx_epoch;		/* go-back round: +1 at every go-back, on
 				 * every sequenced frame sent (4.5) */
