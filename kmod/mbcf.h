@@ -129,7 +129,8 @@ struct mbcf_dev {
 	/* net.c: zero-copy frames were copied by the stack (veth): build
 	 * frames with copies until then (jiffies) */
 	unsigned long zc_retry_at;
-	/* Frames dropped before a QP took them (parser, demux), per CPU. */
+	/* Frames dropped before a QP took them (parser, demux), and
+	 * zero-copy frames sent / copied by the stack, per CPU. */
 	struct mbcf_counters __percpu *rx_ctr;
 	struct mbcf_counters retired;	/* of destroyed QPs (stats.c) */
 	spinlock_t retired_lock;

@@ -12,8 +12,9 @@
  * the payload either as fragments referencing the registered pages of one
  * MR (zero-copy: the NIC reads them, or on veth our peer's rx_handler; a
  * packet tap or a packet_type receiver copies them, see mbcf_net_attach,
- * and then we copy ourselves for a while, see mbcf_net_zc_copied) or, when short, from
- * several MRs or scattered over too many pieces, copied in behind them;
+ * and then we copy ourselves for a while, see mbcf_net_zc_copied) or,
+ * when short, from several MRs or scattered over too many pieces, copied
+ * in behind them;
  * wr.c says where a request's bytes are.  The core builds frames under the QP
  * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
  * netdev once the lock is dropped (mbcf_net_send).  A frame to our own MAC
@@ -224,6 +225,7 @@ void mbcf_net_zc_copied(struct mbcf_dev *dev)
 {
 	unsigned long at = jiffies + MBCF_NET_ZC_RETRY;
 
+	this_cpu_inc(dev->rx_ctr->tx_zc_copied);	/* any context */
 	if (READ_ONCE(dev->zc_retry_at) != at)
 		WRITE_ONCE(dev->zc_retry_at, at);
 }
@@ -273,6 +275,7 @@ static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	/* the reference sp.zc holds becomes the skb's */
 	skb_zcopy_init(skb, sp.zc);
+	this_cpu_inc(qp->dev->rx_ctr->tx_zc_frames);
 	return 0;
 }
 

@@ -7,6 +7,9 @@
  * Counters are plain u64 owned by whoever owns the struct: per connection
  * (updated under the caller's QP lock) or per device/CPU for frames that are
  * dropped before a connection is known (the parser's verdicts).
+ * tx_zc_frames/tx_zc_copied are the kernel's alone (kmod/net.c): frames
+ * sent with the payload as page fragments, and how many of them the stack
+ * copied (a packet tap; a veth peer without our rx_handler).
  *
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
@@ -25,6 +28,8 @@
 	X(tx_frames,		"tx_frames")				\
 	X(tx_bytes,		"tx_payload_bytes")			\
 	X(tx_busy,		"tx_busy")				\
+	X(tx_zc_frames,		"tx_zerocopy_frames")			\
+	X(tx_zc_copied,		"tx_zerocopy_copied")			\
 	X(tx_oversize,		"tx_ud_oversize")			\
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
