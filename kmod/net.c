@@ -25,6 +25,7 @@
  * gets exactly one verdict counter (include/mbcf/counters.h).
  */
 #include <linux/etherdevice.h>
+#include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
@@ -162,10 +163,24 @@ static int mbcf_net_rcv(struct sk_buff *skb, struct net_device *ndev,
 static rx_handler_result_t mbcf_net_rx_handler(struct sk_buff **pskb)
 {
 	struct sk_buff *skb = *pskb;
+	struct mbcf_dev *dev;
+	struct packet_type *pt;
 
-	if (skb->protocol != htons(MBCF_ETHERTYPE))
+	/*
+	 * Taken here only what the packet_type path would give to us alone:
+	 * ours, not for another host (a promiscuous tap bound to our
+	 * EtherType sees those), untagged (a VLAN tag no VLAN device took is
+	 * dropped on that path), and no other handler of our EtherType bound
+	 * to this netdev (a packet socket).  ETH_P_ALL taps ran already.
+	 */
+	if (skb->protocol != htons(MBCF_ETHERTYPE) ||
+	    skb->pkt_type == PACKET_OTHERHOST || skb_vlan_tag_present(skb))
 		return RX_HANDLER_PASS;
-	mbcf_net_rcv_one(rcu_dereference(skb->dev->rx_handler_data), skb);
+	dev = rcu_dereference(skb->dev->rx_handler_data);
+	list_for_each_entry_rcu(pt, &skb->dev->ptype_specific, list)
+		if (pt != &dev->ptype && pt->type == htons(MBCF_ETHERTYPE))
+			return RX_HANDLER_PASS;
+	mbcf_net_rcv_one(dev, skb);
 	return RX_HANDLER_CONSUMED;
 }
 
