@@ -33,6 +33,16 @@ protected:
 		b.add_region(0x99, 0x90000, 4096, ACC_READ);
 	}
 
+	// Both ends configured with a window of w frames.
+	void setup_window(uint32_t w)
+	{
+		mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+		mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
+
+		ca.window = cb.window = w;
+		setup(ca, cb);
+	}
+
 	bool defer = false;	// enqueue only; the test kicks
 
 	uint64_t post(Env &e, uint8_t op, uint32_t len, uint64_t raddr = kBase,

@@ -131,11 +131,7 @@ TEST_F(Pair, AckIntervalAsksEveryNFrames)
 // MBCF_ACK_EVERY_MAX frames (here the window is 166, half of it 83).
 TEST_F(Pair, DefaultAckIntervalIsBounded)
 {
-	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
-	ca.window = 166;
-	mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
-	cb.window = 166;
-	setup(ca, cb);
+	setup_window(166);
 	defer = true;
 	for (int i = 0; i < 60; i++)	// the request ring holds 64
 		post(a, MBCF_OP_WRITE, 8);
@@ -146,9 +142,7 @@ TEST_F(Pair, DefaultAckIntervalIsBounded)
 			  i == MBCF_ACK_EVERY_MAX - 1 || i == 59) << i;
 
 	// A small window keeps asking every half window.
-	ca.window = 16;
-	cb.window = 16;
-	setup(ca, cb);
+	setup_window(16);
 	for (int i = 0; i < 12; i++)
 		post(a, MBCF_OP_WRITE, 8);
 	mbcf_conn_kick(&a.conn, now);

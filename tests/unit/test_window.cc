@@ -128,11 +128,7 @@ TEST_F(Window, ANewEpisodeCutsAgain)
 // does not raise it.
 TEST_F(Window, LossCutsStopAtAQuarterOfTheConfiguredWindow)
 {
-	mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
-	ca.window = 64;
-	mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
-	cb.window = 64;
-	setup(ca, cb);
+	setup_window(64);
 	defer = true;
 	// each burst was sent before its cut: nothing grows it meanwhile
 	uint32_t expect[] = {48, 36, 27, 21, 16, 16};
