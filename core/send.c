@@ -690,10 +690,9 @@ static void send_wnd_grow(struct mbcf_conn *c, u32 ack_psn, u32 n)
 	if (c->wnd >= c->cfg.window)
 		return;
 	c->wnd_acked += n;
-	/* four per window acknowledged */
-	while (c->wnd < c->cfg.window &&
-	       c->wnd_acked >= (c->wnd >= 4 ? c->wnd / 4 : 1)) {
-		c->wnd_acked -= c->wnd >= 4 ? c->wnd / 4 : 1;
+	/* four per window acknowledged (wnd >= MBCF_WINDOW_MIN = 4) */
+	while (c->wnd < c->cfg.window && c->wnd_acked >= c->wnd / 4) {
+		c->wnd_acked -= c->wnd / 4;
 		c->wnd++;
 	}
 }
