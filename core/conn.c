@@ -164,6 +164,9 @@ static void conn_timer_update(struct mbcf_conn *c)
 	if (c->state == MBCF_CONN_RTS && !c->stopped && c->tlp_at &&
 	    (!at || c->tlp_at < at))
 		at = c->tlp_at;
+	if (c->state == MBCF_CONN_RTS && c->ack_lazy_at &&
+	    (!at || c->ack_lazy_at < at))
+		at = c->ack_lazy_at;
 	if (at != c->timer_at) {
 		c->timer_at = at;
 		c->ops->timer(c->env, at);
@@ -178,7 +181,8 @@ static void conn_timer_update(struct mbcf_conn *c)
  */
 static bool conn_nothing_due(const struct mbcf_conn *c)
 {
-	return c->state == MBCF_CONN_RTS && !c->ack_due && !c->tx_unflushed &&
+	return c->state == MBCF_CONN_RTS && !c->ack_due && !c->ack_lazy_at &&
+	       !c->tx_unflushed &&
 	       !c->tx_busy && !c->stopped && !c->cqe_lost && !c->nak_drain &&
 	       !c->rto_at && !c->tlp_at && !c->timer_at &&
 	       !mbcf_send_waiting(c) && mbcf_send_idle(c);
@@ -220,6 +224,7 @@ void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
 	mbcf_send_flush(c, psn_valid, psn, wc_status);
 	mbcf_recv_flush(c);
 	c->ack_due = false;
+	c->ack_lazy_at = 0;
 	c->ops->error(c->env, wc_status);
 }
 
@@ -293,6 +298,11 @@ bool mbcf_conn_rx_hold_ack(struct mbcf_conn *c, const struct mbcf_frame *f,
 void mbcf_conn_timeout(struct mbcf_conn *c, u64 now)
 {
 	c->timer_at = 0;
+	/* responses accepted unasked and no frame of ours since: ACK them */
+	if (c->ack_lazy_at && now >= c->ack_lazy_at) {
+		c->ack_lazy_at = 0;
+		c->ack_due = c->state == MBCF_CONN_RTS;
+	}
 	if (c->state == MBCF_CONN_RTS)
 		mbcf_send_timeout(c, now);
 	conn_settle(c, now);
@@ -345,8 +355,9 @@ void mbcf_conn_flush(struct mbcf_conn *c)
 	 * mbcf_conn_rx_hold_ack() must not die with a QP the application
 	 * destroys as soon as it sees the receive completion.
 	 */
-	if (c->state == MBCF_CONN_RTS && c->ack_due)
+	if (c->state == MBCF_CONN_RTS && (c->ack_due || c->ack_lazy_at))
 		mbcf_send_control(c, MBCF_OP_ACK, 0);
+	c->ack_lazy_at = 0;
 	if (c->state == MBCF_CONN_RTS) {
 		c->state = MBCF_CONN_ERROR;
 		mbcf_send_flush(c, false, 0, MBCF_WC_WR_FLUSH_ERR);

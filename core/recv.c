@@ -307,7 +307,8 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 	}
 }
 
-static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
+static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f,
+			u64 now)
 {
 	c->rcv_nxt = mbcf_seq_add(c->rcv_nxt, 1);
 	c->lost_sent = false;
@@ -317,6 +318,11 @@ static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
 	c->ctr.rx_bytes += f->paylen;
 	if ((f->flags & MBCF_F_ACKREQ) && !c->cfg.uc)
 		c->ack_due = true;
+	else if (!c->ack_lazy_at && (f->op == MBCF_OP_ATOMIC_RESP ||
+		 (f->op == MBCF_OP_READ_RESP && (f->flags & MBCF_F_LAST))))
+		/* a response unasked: our next frame acknowledges it, or
+		 * an ACK does when none left a while later (6.2) */
+		c->ack_lazy_at = now + MBCF_ACK_LAZY_NS;
 	if (f->op == MBCF_OP_READ_RESP || f->op == MBCF_OP_ATOMIC_RESP) {
 		/*
 		 * Progress, like an acknowledgement: the peer carries out our
@@ -330,7 +336,8 @@ static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f)
 	}
 }
 
-static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
+static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f,
+			   u64 now)
 {
 	recv_handler h = recv_handlers[f->op];
 	int st;
@@ -350,7 +357,7 @@ static void recv_sequenced(struct mbcf_conn *c, const struct mbcf_frame *f)
 	else
 		st = h ? h(c, f) : MBCF_ST_REMOTE_INVALID_REQUEST;
 	if (st == MBCF_RX_ACCEPT) {
-		recv_accept(c, f);
+		recv_accept(c, f, now);
 	} else if (st == MBCF_RX_RNR) {
 		/* every retry of psn gets its STOP: the last one may be lost */
 		c->ctr.drop_stopped++;
@@ -575,7 +582,7 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 	if (c->rd_out)
 		mbcf_send_alive(c, now);
 	if (mbcf_wire_op_sequenced(f->op))
-		recv_sequenced(c, f);
+		recv_sequenced(c, f, now);
 	else
 		recv_control(c, f, now);
 }

@@ -244,7 +244,27 @@ static bool send_more_after(struct mbcf_conn *c)
  * free, must flow back while a large window is still in flight, or an
  * application that keeps a bounded number of requests posted stalls.
  */
-static u8 send_ackreq(struct mbcf_conn *c, u32 bytes, u64 now)
+static bool send_is_resp(const struct mbcf_msg *m)
+{
+	return m->op == MBCF_OP_READ_RESP || m->op == MBCF_OP_ATOMIC_RESP;
+}
+
+/*
+ * Rule 3 for a burst of responses: the requester acknowledges them
+ * unasked (6.2) -- its next request carries ack_psn, and in a ping-pong
+ * of reads the ACK frame per read cost ~6 us of latency.  Not while our
+ * NAK waits for these acknowledgements (8.3), nor when our retransmit
+ * timeout could come before that late ACK does (a verbs timeout this
+ * short is rare: perftest's is 67 ms).
+ */
+static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
+{
+	return send_is_resp(m) && !c->nak_drain &&
+	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
+}
+
+static u8 send_ackreq(struct mbcf_conn *c, const struct mbcf_msg *m,
+		      u32 bytes, u64 now)
 {
 	u32 every = c->cfg.ack_interval;
 	s32 inflight = mbcf_seq_diff(c->snd_nxt, c->snd_una) + 1;
@@ -277,7 +297,7 @@ static u8 send_ackreq(struct mbcf_conn *c, u32 bytes, u64 now)
 	    (s64)(mbcf_pace_peek(&c->pace, bytes, now) - c->ackreq_at) >=
 	    (s64)(c->rto_cur / 4))
 		return MBCF_F_ACKREQ;
-	return send_more_after(c) ? 0 : MBCF_F_ACKREQ;
+	return send_more_after(c) || send_lazy_end(c, m) ? 0 : MBCF_F_ACKREQ;
 }
 
 /* Bytes frame i of m occupies on the wire (what pacing counts). */
@@ -458,7 +478,7 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 		return false;
 	}
 	bytes = c->pace.kbps ? send_frame_bytes(c, m, i) : 0;
-	fl = send_ackreq(c, bytes, now);
+	fl = send_ackreq(c, m, bytes, now);
 	err = send_frame(c, m, i, fl);
 	if (err == MBCF_XMIT_FAULT) {
 		send_fault(c, m, c->snd_nxt);
@@ -488,7 +508,9 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	} else {
 		c->since_ackreq++;
 	}
+	c->tail_lazy = !fl && send_is_resp(m);
 	c->ack_due = false;	/* every frame carries ack_psn */
+	c->ack_lazy_at = 0;
 	if (fresh) {
 		c->snd_max = mbcf_seq_add(c->snd_max, 1);
 		if (i + 1 == m->nframes)
@@ -519,6 +541,9 @@ static void send_tlp_arm(struct mbcf_conn *c, u64 now)
 		return;
 	if (pto < MBCF_TLP_MIN_NS)
 		pto = MBCF_TLP_MIN_NS;
+	/* the peer's late ACK may ride its timer's slack (6.2) */
+	if (c->tail_lazy)
+		pto += c->cfg.timer_slack_ns;
 	if (pto < c->rto_cur / 2)
 		c->tlp_at = now + pto;
 }
@@ -751,6 +776,9 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 	c->snd_una = ack_psn;
 	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;
+	/* rule 1 counts frames in flight unasked: none now (6.1) */
+	if (c->snd_una == c->snd_max)
+		c->since_ackreq = 0;
 	c->retry_left = c->cfg.retry_cnt;
 	c->rnr_left = c->cfg.rnr_retry;
 	/*
@@ -851,6 +879,7 @@ static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
 	}
 	c->ctr.tx_frames++;
 	c->ack_due = false;
+	c->ack_lazy_at = 0;
 	if (op == MBCF_OP_ACK && status)
 		c->ctr.naks_tx++;
 	else if (op == MBCF_OP_ACK)
@@ -967,6 +996,8 @@ static void send_tail_probe(struct mbcf_conn *c)
 	c->ctr.tail_probes++;
 	c->ctr.acks_req++;
 	c->ack_due = false;	/* it carries ack_psn */
+	c->ack_lazy_at = 0;
+	c->tail_lazy = false;
 	/* Karn: an ack of psn may now answer either copy */
 	if (c->rtt_timing && c->rtt_psn == psn)
 		c->rtt_timing = false;

@@ -208,6 +208,9 @@ struct mbcf_conn_cfg {
 	u32 frame_overhead;		/* bytes each frame carries besides what
 					 * the core builds (the Ethernet header):
 					 * what pacing counts on the wire */
+	u64 timer_slack_ns;		/* how late the environment's timer may
+					 * fire: a deadline that must come after
+					 * the peer's timer allows for it (6.2) */
 };
 
 /*
@@ -302,6 +305,9 @@ struct mbcf_conn {
 	struct mbcf_pace pace;	/* our stream's rate (mbcf_conn_set_rate) */
 	bool pace_wait;		/* the last push stopped for the clock */
 	u64 ackreq_at;		/* when the last ACKREQ frame left (paced) */
+	bool tail_lazy;		/* the last frame sent ended a burst of
+				 * responses without asking: the peer
+				 * acknowledges it late (6.1 rule 3) */
 
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */
@@ -311,6 +317,8 @@ struct mbcf_conn {
 	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
 	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
+	u64 ack_lazy_at;	/* responses accepted unasked: an ACK is owed
+				 * then, if no frame carried ack_psn (6.2) */
 	u8 rx_msg;		/* segmented message in progress: 0 or opcode */
 	bool rx_claimed;	/* a receive is claimed for rx_msg */
 	u64 rx_cookie;
@@ -569,6 +577,8 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_ACK_EVERY_MAX	32
 /* Tail probe: never sooner than this after the last frame left (7.6). */
 #define MBCF_TLP_MIN_NS		100000ull
+/* Responses accepted unasked are acknowledged this long after (6.2). */
+#define MBCF_ACK_LAZY_NS	(MBCF_TLP_MIN_NS / 4)
 #define MBCF_MTU_MIN		512
 #define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
 

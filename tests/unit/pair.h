@@ -75,6 +75,20 @@ protected:
 		e.timer_at = 0;
 		mbcf_conn_timeout(&e.conn, now);
 	}
+
+	// Neither application posts anything more: the ACKs owed for
+	// responses taken unasked (docs/protocol.md 6.2) leave when their
+	// timer fires, and are delivered.
+	void idle_acks()
+	{
+		for (Env *e : {&a, &b}) {
+			if (!e->conn.ack_lazy_at)
+				continue;
+			ASSERT_EQ(e->timer_at, e->conn.ack_lazy_at);
+			fire(*e);
+		}
+		settle(a, b, now);
+	}
 };
 
 }  // namespace mbcft
