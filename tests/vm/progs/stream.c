@@ -43,6 +43,7 @@ void st_init(struct st_stream *s, const char *name, struct vp_ep *e,
 	s->polling = true;
 	s->first_err = -1;
 	s->hard_err = -1;
+	s->rhard_err = -1;
 	vp_fill_pat(s->src, size, tag, 0);
 	vp_fill_pat(mine->p + off_read(size, s->window, s->rwindow), size,
 		    tag ^ 0xabcu, 0);
@@ -133,6 +134,9 @@ uint64_t st_outstanding(const struct st_stream *s)
 /* Status rules shared by sends and receives. */
 static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq)
 {
+	bool recv = wc->wr_id & ST_RECV_FLAG;
+	int *hard = recv ? &s->rhard_err : &s->hard_err;
+
 	if (wc->status == IBV_WC_SUCCESS) {
 		if (s->first_err >= 0)
 			vp_fail("%s: wr %llu SUCCESS after the error of wr %llu",
@@ -142,12 +146,16 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 	}
 	s->wc_errs++;
 	/*
-	 * One error per QP, in posting order: flushes may come before it
-	 * (earlier requests still unfinished when a later one failed, where
-	 * err_ok allows that) and after it, but never a second error.
+	 * One error per work queue, in posting order: flushes may come
+	 * before it (earlier requests still unfinished when a later one
+	 * failed, where err_ok allows that) and after it, but never a second
+	 * error.  Per queue: a QP may fail on both sides at once -- its
+	 * receive hit an MR that was gone while the peer NAKed one of its
+	 * sends -- and each queue then reports what failed in it (the
+	 * receive completes with its own error: docs/protocol.md 8.3).
 	 */
-	if (wc->status != IBV_WC_WR_FLUSH_ERR && s->hard_err < 0) {
-		s->hard_err = wc->status;
+	if (wc->status != IBV_WC_WR_FLUSH_ERR && *hard < 0) {
+		*hard = wc->status;
 		if (s->first_err < 0) {
 			s->first_err = wc->status;
 			s->first_err_seq = seq;
@@ -155,7 +163,7 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 		}
 		vp_check(s->err_ok & (1 << wc->status),
 			 "%s: wr %s%llu completed with %s (not expected here)",
-			 s->name, wc->wr_id & ST_RECV_FLAG ? "recv " : "",
+			 s->name, recv ? "recv " : "",
 			 (unsigned long long)seq, vp_wc_status_str(wc->status));
 		return;
 	}
@@ -170,9 +178,9 @@ static void st_status(struct st_stream *s, const struct ibv_wc *wc, uint64_t seq
 		}
 		return;
 	}
-	vp_fail("%s: wr %llu completed with %s after %s", s->name,
-		(unsigned long long)seq, vp_wc_status_str(wc->status),
-		vp_wc_status_str(s->hard_err));
+	vp_fail("%s: wr %s%llu completed with %s after %s", s->name,
+		recv ? "recv " : "", (unsigned long long)seq,
+		vp_wc_status_str(wc->status), vp_wc_status_str(*hard));
 }
 
 /* Count successful bytes holding the marker written after a dereg. */

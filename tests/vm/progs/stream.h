@@ -52,7 +52,9 @@ struct st_stream {
 	int first_err;		/* -1 none; else its status */
 	uint64_t first_err_seq;
 	double first_err_at;	/* vp_now() when it was polled; 0 none */
-	int hard_err;		/* -1 none; else the first status other than WR_FLUSH_ERR */
+	int hard_err;		/* -1 none; else the first send status other
+				 * than WR_FLUSH_ERR */
+	int rhard_err;		/* ... receive status */
 	int post_err;		/* first ibv_post_* error, 0 none */
 	int poll_err;		/* errno of a failed ibv_poll_cq, 0 none */
 	uint64_t late_bytes;	/* successful data holding a marker byte */
