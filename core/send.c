@@ -237,13 +237,6 @@ static bool send_more_after(struct mbcf_conn *c)
 	return send_pick(c, true) != NULL;
 }
 
-/*
- * docs/protocol.md 6.1: when the sender asks for an acknowledgement.  With
- * no explicit interval: every half window, but at least every
- * MBCF_ACK_EVERY_MAX frames -- completions, and the send-queue slots they
- * free, must flow back while a large window is still in flight, or an
- * application that keeps a bounded number of requests posted stalls.
- */
 static bool send_is_resp(const struct mbcf_msg *m)
 {
 	return m->op == MBCF_OP_READ_RESP || m->op == MBCF_OP_ATOMIC_RESP;
@@ -263,6 +256,13 @@ static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
 	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
 }
 
+/*
+ * docs/protocol.md 6.1: when the sender asks for an acknowledgement.  With
+ * no explicit interval: every half window, but at least every
+ * MBCF_ACK_EVERY_MAX frames -- completions, and the send-queue slots they
+ * free, must flow back while a large window is still in flight, or an
+ * application that keeps a bounded number of requests posted stalls.
+ */
 static u8 send_ackreq(struct mbcf_conn *c, const struct mbcf_msg *m,
 		      u32 bytes, u64 now)
 {
