@@ -496,7 +496,7 @@ if [ -z "$rc" ]; then
 elif [ "$rc" != 0 ]; then
 	echo "run.sh: FAIL: $(basename "$script") exited with status $rc" >&2
 	# the failed checks again, where a log cut to its head and tail shows them
-	tr -d '\r' <"$log" | grep -a '^FAIL: ' | tail -n 20 | sed 's/^/  | /' >&2 || true
+	tr -d '\r' <"$log" | grep -a '^FAIL[: ]' | tail -n 20 | sed 's/^/  | /' >&2 || true
 	status=$rc
 elif [ "$dmesg_bad" != 0 ]; then
 	echo "run.sh: FAIL: kernel log scan found $dmesg_bad suspicious line(s)" >&2
