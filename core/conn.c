@@ -298,10 +298,11 @@ bool mbcf_conn_rx_hold_ack(struct mbcf_conn *c, const struct mbcf_frame *f,
 void mbcf_conn_timeout(struct mbcf_conn *c, u64 now)
 {
 	c->timer_at = 0;
-	/* responses accepted unasked and no frame of ours since: ACK them */
+	/* responses accepted unasked and no frame of ours since: ACK them
+	 * (ack_lazy_at is set only in RTS, cleared on leaving it) */
 	if (c->ack_lazy_at && now >= c->ack_lazy_at) {
 		c->ack_lazy_at = 0;
-		c->ack_due = c->state == MBCF_CONN_RTS;
+		c->ack_due = true;
 	}
 	if (c->state == MBCF_CONN_RTS)
 		mbcf_send_timeout(c, now);

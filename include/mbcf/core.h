@@ -305,9 +305,9 @@ struct mbcf_conn {
 	struct mbcf_pace pace;	/* our stream's rate (mbcf_conn_set_rate) */
 	bool pace_wait;		/* the last push stopped for the clock */
 	u64 ackreq_at;		/* when the last ACKREQ frame left (paced) */
-	bool tail_lazy;		/* the last frame sent ended a burst of
-				 * responses without asking: the peer
-				 * acknowledges it late (6.1 rule 3) */
+	bool tail_lazy;		/* the last frame sent was a response that
+				 * asked for nothing: the peer may
+				 * acknowledge it late (6.1 rule 3, 6.2) */
 
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */
