@@ -281,13 +281,49 @@ static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
 };
 
 /*
+ * A WRITE frame d psns after a gap at rcv_nxt, placed now if every frame
+ * in between belongs to its message (its index is at least d): those fill
+ * disjoint bytes, so nothing sent before it can land on its bytes later,
+ * and nothing else (a send, a read, another write) comes in between
+ * (docs/protocol.md 5.1).  Never the message's LAST frame: that one still
+ * lands last, so a reader watching the last byte sees the whole message,
+ * and a WRITE_IMM completes in order.  A frame that fails its checks is
+ * dropped, to be rejected in order.
+ */
+static bool recv_early(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
+{
+	const u8 *p;
+	u32 k, n, off;
+
+	if (f->op != MBCF_OP_WRITE || (f->flags & MBCF_F_LAST) ||
+	    d >= MBCF_EARLY_SPAN || f->idx < d || c->stop_sent)
+		return false;
+	if (f->paylen && !f->payload &&
+	    c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen))
+		return false;
+	for (k = 0, off = 0; f->paylen && mbcf_frame_piece(f, k, &p, &n);
+	     k++, off += n)
+		if (c->ops->target_write(c->env, f->rkey, f->va + off, p, n))
+			return false;
+	c->rx_early |= 1ull << d;
+	c->ctr.rx_accepted++;
+	c->ctr.rx_bytes += f->paylen;
+	c->ctr.rx_early++;
+	return true;
+}
+
+/*
  * psn != rcv_nxt: a duplicate is re-acked; a gap is reported with LOST
  * (docs/protocol.md 5): once per gap and round (a frame of a newer round
  * means the resend of rcv_nxt was lost too), and again whenever the sender
- * asks for an answer (ACKREQ: our LOST may have been lost).
+ * asks for an answer (ACKREQ: our LOST may have been lost).  A frame after
+ * the gap may still be placed early (recv_early), the gap is reported all
+ * the same.
  */
 static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
+	u32 d;
+
 	if (mbcf_seq_lt(f->psn, c->rcv_nxt)) {
 		c->ctr.drop_duplicate++;
 		if ((f->flags & MBCF_F_ACKREQ) || !c->dup_acked) {
@@ -296,7 +332,11 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 		}
 		return;
 	}
-	c->ctr.drop_out_of_seq++;
+	d = (u32)mbcf_seq_diff(f->psn, c->rcv_nxt);
+	if (d < MBCF_EARLY_SPAN && (c->rx_early >> d & 1))
+		c->ctr.drop_duplicate++;	/* placed early already */
+	else if (!recv_early(c, f, d))
+		c->ctr.drop_out_of_seq++;
 	if (c->stop_sent)
 		return;
 	if (!c->lost_sent || f->epoch != c->lost_epoch ||
@@ -307,10 +347,27 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 	}
 }
 
+/*
+ * rcv_nxt advanced by one: step over the frames placed early that follow
+ * it (counted when they were placed).  The jump is acknowledged at once:
+ * the sender holds them unacknowledged meanwhile.
+ */
+static void recv_early_join(struct mbcf_conn *c)
+{
+	c->rx_early >>= 1;
+	while (c->rx_early & 1) {
+		c->rx_early >>= 1;
+		c->rcv_nxt = mbcf_seq_add(c->rcv_nxt, 1);
+	}
+	c->ack_due = true;
+}
+
 static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f,
 			u64 now)
 {
 	c->rcv_nxt = mbcf_seq_add(c->rcv_nxt, 1);
+	if (c->rx_early)
+		recv_early_join(c);
 	c->lost_sent = false;
 	c->stop_sent = false;
 	c->dup_acked = false;

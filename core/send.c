@@ -406,6 +406,8 @@ static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 			f.flags |= MBCF_F_SOLICITED;
 	}
 	send_fill_ext(m, i, off, &f);
+	if (f.op == MBCF_OP_WRITE)
+		f.idx = i < MBCF_INDEX_MAX ? (u8)i : MBCF_INDEX_MAX;
 	hl = mbcf_codec_build(&f, hdr);
 	c->tx_unflushed = true;
 	return c->ops->xmit(c->env, hdr, hl, &pl);
@@ -519,6 +521,10 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 		c->ctr.retransmits++;
 	}
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
+	if (c->sel_skip && c->snd_nxt == c->sel_from) {
+		c->sel_skip = false;
+		c->snd_nxt = c->sel_to;	/* the lost frame resent alone */
+	}
 	/* UC: a frame sent is done with; its message completes when sent */
 	if (c->cfg.uc)
 		c->snd_una = c->snd_nxt;
@@ -774,8 +780,10 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 		send_rtt_sample(c, now - c->rtt_at);
 	}
 	c->snd_una = ack_psn;
-	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
+	if (mbcf_seq_lt(c->snd_nxt, ack_psn)) {
 		c->snd_nxt = ack_psn;
+		c->sel_skip = false;
+	}
 	/* rule 1 counts frames in flight unasked: none now (6.1) */
 	if (c->snd_una == c->snd_max)
 		c->since_ackreq = 0;
@@ -898,10 +906,40 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
 	if (mbcf_seq_lt(psn, c->snd_una) || mbcf_seq_lt(c->snd_max, psn))
 		return;
 	c->snd_nxt = psn;
+	c->sel_skip = false;
 	c->tx_epoch++;
 	/* Karn: the frame being timed may be sent again, and an ack after
 	 * that cannot tell which copy it answers */
 	c->rtt_timing = false;
+}
+
+/*
+ * Selective repeat (docs/protocol.md 5.1, 7.2): the receiver placed every
+ * frame after the lost one at psn that belongs to its WRITE message, but
+ * not the message's LAST, and only up to MBCF_EARLY_SPAN psns on.  Of the
+ * frames sent before the go-back, those are resent only if they were lost
+ * too (the next LOST says so): after psn, sending goes on at the first
+ * frame the receiver dropped, or where it was.
+ */
+static void send_select(struct mbcf_conn *c, u32 psn, u32 was_nxt)
+{
+	const struct mbcf_msg *m = send_find(c, psn);
+	u32 to = mbcf_seq_add(psn, MBCF_EARLY_SPAN);
+	u32 last;
+
+	if (!m || (m->op != MBCF_OP_WRITE && m->op != MBCF_OP_WRITE_IMM))
+		return;
+	last = mbcf_seq_add(m->first_psn, m->nframes - 1);
+	if (mbcf_seq_lt(last, to))
+		to = last;
+	if (mbcf_seq_lt(was_nxt, to))
+		to = was_nxt;
+	if (mbcf_seq_diff(to, psn) < 2)
+		return;			/* nothing placed early to step over */
+	c->sel_skip = true;
+	c->sel_from = mbcf_seq_add(psn, 1);
+	c->sel_to = to;
+	c->ctr.selective_repeats++;
 }
 
 /*
@@ -914,11 +952,14 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
  */
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch)
 {
+	u32 was_nxt = c->snd_nxt;
+
 	if (psn != c->snd_una || psn == c->snd_max || c->stopped ||
 	    epoch != c->tx_epoch)
 		return;
 	send_wnd_cut(c, psn, false);
 	send_goback(c, psn);
+	send_select(c, psn, was_nxt);
 }
 
 /* STOP(psn): the peer could not accept psn (receiver not ready). */

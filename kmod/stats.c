@@ -66,6 +66,7 @@ static int mbcf_stats_get(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 struct mbcf_stats_qp {
 	u32 wnd, wnd_max, srtt_us, rttvar_us, rto_us;
 	u64 tx_frames, retransmits, timeouts, tail_probes, window_cuts;
+	u64 selective_repeats;
 };
 
 static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
@@ -86,6 +87,7 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 		.tx_frames = c->ctr.tx_frames, .retransmits = c->ctr.retransmits,
 		.timeouts = c->ctr.timeouts, .tail_probes = c->ctr.tail_probes,
 		.window_cuts = c->ctr.window_cuts,
+		.selective_repeats = c->ctr.selective_repeats,
 	};
 	spin_unlock_bh(&qp->lock);
 
@@ -101,7 +103,8 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u64(msg, "retransmit_frames", s.retransmits) ||
 	    rdma_nl_put_driver_u64(msg, "retransmit_timeouts", s.timeouts) ||
 	    rdma_nl_put_driver_u64(msg, "tail_probes", s.tail_probes) ||
-	    rdma_nl_put_driver_u64(msg, "window_cuts", s.window_cuts)) {
+	    rdma_nl_put_driver_u64(msg, "window_cuts", s.window_cuts) ||
+	    rdma_nl_put_driver_u64(msg, "selective_repeats", s.selective_repeats)) {
 		nla_nest_cancel(msg, table);
 		return -EMSGSIZE;
 	}

@@ -280,6 +280,10 @@ struct mbcf_conn {
 	u32 rd_out;		/* started reads/atomics not yet completed */
 	u16 tx_epoch;		/* go-back round: +1 at every go-back, on
 				 * every sequenced frame sent (4.5) */
+	bool sel_skip;		/* selective repeat: once snd_nxt reaches
+				 * sel_from, go on at sel_to; the frames
+				 * between were placed early (5.1, 7.2) */
+	u32 sel_from, sel_to;
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
@@ -315,6 +319,8 @@ struct mbcf_conn {
 	u16 lost_epoch;		/* ... for a frame of this round */
 	bool stop_sent;		/* STOP(rcv_nxt) sent; GO due on recv_posted */
 	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
+	u64 rx_early;		/* bit d: psn rcv_nxt + d was placed early,
+				 * ahead of the gap at rcv_nxt (5.1) */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
 	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
 	u64 ack_lazy_at;	/* responses accepted unasked: an ACK is owed
@@ -376,6 +382,8 @@ struct mbcf_iov {
 
 struct mbcf_frame {
 	u8 op, flags, status;
+	u8 idx;			/* WRITE: its place in its message, at most
+				 * MBCF_INDEX_MAX (wire byte 3, 5.1) */
 	u32 dst_qpn, src_qpn, psn, ack_psn;
 	u16 epoch;		/* sequenced: the sender's go-back round when
 				 * this copy left; LOST: its trigger's */
@@ -579,6 +587,8 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_TLP_MIN_NS		100000ull
 /* Responses accepted unasked are acknowledged this long after (6.2). */
 #define MBCF_ACK_LAZY_NS	(MBCF_TLP_MIN_NS / 4)
+/* Frames after a gap that may be placed early: rcv_nxt + 1 .. + 63 (5.1). */
+#define MBCF_EARLY_SPAN		64
 #define MBCF_MTU_MIN		512
 #define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
 

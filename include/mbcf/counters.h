@@ -14,7 +14,8 @@
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
  *               + every drop_* + remote_errors
- * (a datagram delivered counts as rx_accepted)
+ * (a datagram delivered counts as rx_accepted; so does a frame placed
+ * early, docs/protocol.md 5.1, which rx_early counts besides)
  * rx_frames is counted by the environment as a frame enters its receive
  * path (the core never sees frames that fail before parsing); every other
  * receive-side counter is one frame's verdict (docs/protocol.md 14).
@@ -34,10 +35,12 @@
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\
+	X(rx_early,		"rx_placed_early")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
 	X(tail_probes,		"tail_probes")				\
 	X(window_cuts,		"window_cuts")				\
+	X(selective_repeats,	"selective_repeats")			\
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
 	X(acks_tx,		"ack_tx")				\

@@ -236,7 +236,7 @@ TEST(Codec, RejectsTruncatedAtEveryLength)
 
 TEST(Codec, RejectsBadVersion)
 {
-	for (int v : {0, 2, 255}) {
+	for (int v : {0, 1, 3, 255}) {	// 1: before WRITE had its index
 		auto b = encode(sample(MBCF_OP_WRITE));
 		b[0] = (uint8_t)v;
 		mbcf_counters ctr{};
@@ -308,7 +308,8 @@ TEST(Codec, RejectsMalformedFields)
 		{"unknown flag", MBCF_OP_WRITE, 2, 0x80},
 		{"FIRST on READ_REQ", MBCF_OP_READ_REQ, 2, MBCF_F_FIRST},
 		{"SOLICITED on READ_RESP", MBCF_OP_READ_RESP, 2, MBCF_F_SOLICITED},
-		{"status on WRITE", MBCF_OP_WRITE, 3, 1},
+		{"index on a FIRST WRITE", MBCF_OP_WRITE, 3, 1},
+		{"status on WRITE_IMM", MBCF_OP_WRITE_IMM, 3, 1},
 		{"status beyond max", MBCF_OP_ACK, 3, MBCF_ST_MAX + 1},
 		{"status on LOST", MBCF_OP_LOST, 3, 1},
 		{"req_psn top byte", MBCF_OP_READ_RESP, 28, 1},
@@ -321,14 +322,37 @@ TEST(Codec, RejectsMalformedFields)
 		mbcf_frame f = sample(c.op);
 		if (c.op == MBCF_OP_WRITE && c.off == 24)
 			f.va = 0xffffffffffffffd0ull;	// + 100 bytes wraps
-		if (c.op == MBCF_OP_WRITE_IMM)
+		bool imm_len = c.op == MBCF_OP_WRITE_IMM && c.off == 42;
+		if (imm_len)
 			f.len = 0;
 		auto b = encode(f);
-		if (c.op != MBCF_OP_WRITE_IMM && !(c.op == MBCF_OP_WRITE && c.off == 24))
+		if (!imm_len && !(c.op == MBCF_OP_WRITE && c.off == 24))
 			b[c.off] = c.val;
 		mbcf_counters ctr{};
 		EXPECT_EQ(parse_bytes(b, &ctr), MBCF_PARSE_MALFORMED) << c.what;
 		EXPECT_EQ(ctr.drop_malformed, 1u) << c.what;
+	}
+}
+
+// A WRITE's byte 3 is its index in its message (docs/protocol.md 2.1, 5.1):
+// it round-trips, and it is 0 exactly on the FIRST frame.
+TEST(Codec, WriteIndexRoundTripsAndIsZeroOnlyOnFirst)
+{
+	mbcf_frame f = sample(MBCF_OP_WRITE), g;
+	f.flags = 0;		// a middle frame
+	f.idx = 200;
+	auto b = encode(f);
+	EXPECT_EQ(b[MBCF_OFF_INDEX], 200);
+	ASSERT_EQ(mbcf_codec_parse(b.data(), (uint32_t)b.size(), &g, nullptr),
+		  MBCF_PARSE_OK);
+	EXPECT_EQ(g.idx, 200);
+	EXPECT_EQ(g.status, 0);
+	for (uint8_t fl : {0, MBCF_F_LAST}) {
+		b[MBCF_OFF_FLAGS] = fl;
+		b[MBCF_OFF_INDEX] = 0;		// a later frame says where it is
+		mbcf_counters ctr{};
+		EXPECT_EQ(parse_bytes(b, &ctr), MBCF_PARSE_MALFORMED) << (int)fl;
+		EXPECT_EQ(ctr.drop_malformed, 1u);
 	}
 }
 

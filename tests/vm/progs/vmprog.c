@@ -705,7 +705,7 @@ static size_t flood_build(uint8_t *fr, const struct vp_flood_target *t,
 	fr[12] = FL_ETHERTYPE >> 8;
 	fr[13] = FL_ETHERTYPE & 0xff;
 	memset(h, 0, hl);
-	h[0] = 1;					/* version */
+	h[0] = 2;					/* version */
 	h[1] = kind == 1 ? 0x10 : 0x01;			/* ACK / WRITE */
 	h[2] = kind == 1 ? 0 : 0x06 | (ackreq ? 1 : 0);	/* FIRST|LAST (+ACKREQ) */
 	put32(h + 4, t->qpn);

@@ -248,6 +248,8 @@ enum {
 #define FL_SOL		0x08
 #define FL_IMM		0x10	/* DGRAM only: the immediate is valid */
 #define FL_SEG		(FL_FIRST | FL_LAST)
+/* frames after a gap that a WRITE may be placed early at (protocol.md 5.1) */
+#define EARLY_SPAN	64
 
 struct opinfo {
 	uint8_t hdr;		/* header bytes: 24 + extension (2.3) */
@@ -318,6 +320,10 @@ static size_t wf_encode(uint8_t *b, const struct wf *f)
 	b[1] = f->op;
 	b[2] = f->flags;
 	b[3] = f->status;
+	/* a later WRITE frame says it is one (its index); callers that do not
+	 * care where in its message it is get the least a later one says */
+	if (f->op == OP_WRITE && !(f->flags & FL_FIRST) && !f->status)
+		b[3] = 1;
 	put32(b + 4, f->dst);
 	put32(b + 8, f->src);
 	put32(b + 12, f->psn);
@@ -450,8 +456,13 @@ static bool wf_fields_ok(const struct wf *f)
 		return false;	/* an epoch only on sequenced frames and LOST */
 	if (f->flags & ~(FL_ACKREQ | o->flags))
 		return false;
-	if (f->status && (f->op != OP_ACK || f->status > 3))
+	/* byte 3: an ACK's status; a WRITE's index, 0 on (only) its FIRST */
+	if (f->op == OP_WRITE) {
+		if (!(f->flags & FL_FIRST) != !!f->status)
+			return false;
+	} else if (f->status && (f->op != OP_ACK || f->status > 3)) {
 		return false;
+	}
 	if ((f->op == OP_READ_RESP || f->op == OP_ATOMIC_RESP) &&
 	    (f->req_psn & ~PSN_MASK))
 		return false;
@@ -526,7 +537,7 @@ static int wf_parse(const uint8_t *b, size_t len, struct wf *f)
 		return C_TRUNC;
 	f->ver = b[0];
 	f->op = b[1];
-	if (f->ver != 1)
+	if (f->ver != 2)
 		return C_VER;
 	o = &opinfo[f->op];
 	if (!o->hdr)
@@ -2105,7 +2116,7 @@ static uint32_t ack_val(const struct aqp *q)
 
 static struct wf base(const struct aqp *q, uint8_t op)
 {
-	struct wf f = { .ver = 1, .op = op, .dst = q->qpn, .src = q->fqpn,
+	struct wf f = { .ver = 2, .op = op, .dst = q->qpn, .src = q->fqpn,
 			.psn = q->exp, .ack = ack_val(q), .pay = pay };
 
 	return f;
@@ -2215,6 +2226,7 @@ static void gen_write(struct aqp *q, bool imm)
 		n = pick_len(umin(seg, (uint32_t)t->len));
 		f.flags = (i == 0 ? FL_FIRST : 0) | (i == nf - 1 ? FL_LAST : 0) |
 			  (pct(5) ? FL_ACKREQ : 0);
+		f.status = f.op == OP_WRITE ? (uint8_t)i : 0;	/* its index */
 		/* each frame carries its own va: not necessarily contiguous */
 		f.va = mr_iova(t) + below((uint32_t)t->len - n + 1);
 		f.rkey = t->key;
@@ -2428,7 +2440,7 @@ static void gen_codec(struct aqp *q)
 			n = range(hl, hl + f.paylen - 1u);
 			break;
 		case 3:
-			b[0] = pct(10) ? 0 : (uint8_t)range(2, 255);
+			b[0] = pct(10) ? (uint8_t)below(2) : (uint8_t)range(3, 255);
 			break;
 		case 4:
 			b[1] = unassigned_op();
@@ -2468,6 +2480,10 @@ static void gen_codec(struct aqp *q)
 			break;
 		case 11:
 			b[3] = (uint8_t)(op == OP_ACK ? range(4, 255) : range(1, 255));
+			if (op == OP_WRITE && pct(50)) {	/* a later frame at 0 */
+				b[2] &= (uint8_t)~FL_FIRST;
+				b[3] = 0;
+			}
 			break;
 		case 12:
 			if (op != OP_READ_RESP && op != OP_ATOMIC_RESP)
@@ -2590,10 +2606,11 @@ static void gen_seq(struct aqp *q)
 		op = OP_WRITE;
 	f = any_frame(q, op);
 	f.rkey = mrs[M_W].key;
+	/* ahead: past the frames that may be placed early (protocol.md 5.1) */
 	if (pct(50))
 		f.psn = psn_sub(q->exp, range(1, 100000));
 	else
-		f.psn = psn_add(q->exp, range(1, 100000));
+		f.psn = psn_add(q->exp, range(EARLY_SPAN, 100000));
 	f.flags |= pct(30) ? FL_ACKREQ : 0;
 	send_wf(q, &f);
 }
@@ -3964,7 +3981,7 @@ static void gen_honest(void)
 {
 	int dev = (int)below(2);
 	const struct hq *h = dev ? &hq1 : &hq0;
-	struct wf f = { .ver = 1, .dst = h->qpn, .src = h->peer_qpn, .pay = pay };
+	struct wf f = { .ver = 2, .dst = h->qpn, .src = h->peer_qpn, .pay = pay };
 	uint32_t p, lo, hi;
 	uint8_t mac[6];
 
@@ -4025,7 +4042,7 @@ static void gen_honest(void)
 		if (pct(50))
 			f.psn = psn_sub(h->rcv_lo, range(1, 1u << 20));
 		else
-			f.psn = psn_add(h->rcv_hi, range(1, 1u << 20));
+			f.psn = psn_add(h->rcv_hi, range(EARLY_SPAN, 1u << 20));
 		f.flags |= pct(30) ? FL_ACKREQ : 0;
 		hsend(dev, &f, h->peer_mac);
 		return;
@@ -4141,7 +4158,7 @@ static struct {
 static int flood_frame(uint8_t *b, size_t *len)
 {
 	uint32_t qpn = fl.qpns[below((uint32_t)fl.nqpn)];
-	struct wf f = { .ver = 1, .op = OP_WRITE, .flags = FL_SEG, .dst = qpn,
+	struct wf f = { .ver = 2, .op = OP_WRITE, .flags = FL_SEG, .dst = qpn,
 			.src = (uint32_t)rnd() & PSN_MASK, .psn = (uint32_t)rnd() & PSN_MASK,
 			.ack = (uint32_t)rnd() & PSN_MASK, .va = arena_va(mrs[M_W].off),
 			.rkey = mrs[M_W].key, .pay = fl.pay };

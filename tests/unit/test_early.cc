@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Early placement and selective repeat (docs/protocol.md 5.1, 7.2): a WRITE
+// frame after a gap is placed at once when every frame in between belongs
+// to its message, never the message's LAST; the sender then resends the
+// lost frame alone and goes on where the receiver stopped placing.  Every
+// test checks the target's bytes exactly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "harness.h"
+#include "pair.h"
+
+using namespace mbcft;
+
+namespace {
+
+class Early : public Pair {
+protected:
+	uint32_t seg = mbcf_codec_max_payload(1500, MBCF_OP_WRITE);
+
+	void SetUp() override { setup_window(64); }
+
+	// Queue a write of n full frames to raddr whose bytes say where they
+	// belong (byte k of the message: k * 7 + salt); not sent yet.
+	std::vector<uint8_t> queue_write(uint32_t n, uint64_t raddr, uint8_t salt,
+					 uint8_t op = MBCF_OP_WRITE,
+					 uint32_t rkey = kRkey)
+	{
+		defer = true;
+		uint64_t ck = post(a, op, n * mbcf_codec_max_payload(1500, op),
+				   raddr, rkey);
+		auto &buf = a.local[ck];
+		for (size_t k = 0; k < buf.size(); k++)
+			buf[k] = (uint8_t)(k * 7 + salt);
+		return buf;
+	}
+
+	void send_all()
+	{
+		mbcf_conn_kick(&a.conn, now);
+	}
+
+	// Deliver a's frames to b, losing those at the given positions of
+	// a.out; the rest in order, each payload in pieces if split.
+	void deliver_losing(std::initializer_list<size_t> lose, bool split = false)
+	{
+		for (size_t i = 0; !a.out.empty(); i++) {
+			auto fr = a.out.front();
+			a.out.pop_front();
+			if (std::find(lose.begin(), lose.end(), i) != lose.end())
+				continue;
+			if (split)
+				deliver_split(b, fr, now);
+			else
+				deliver(b, fr, now);
+		}
+	}
+
+	std::vector<uint32_t> psns_sent()
+	{
+		std::vector<uint32_t> v;
+		for (size_t i = 0; i < a.out.size(); i++)
+			v.push_back(frame(a, i).psn);
+		return v;
+	}
+
+	void expect_bytes(uint64_t raddr, const std::vector<uint8_t> &want)
+	{
+		const uint8_t *t = b.target(kRkey, raddr);
+		ASSERT_NE(t, nullptr);
+		for (size_t k = 0; k < want.size(); k++)
+			ASSERT_EQ(t[k], want[k]) << "byte " << k;
+	}
+
+	void expect_clean_finish(size_t cqes)
+	{
+		settle(a, b, now);
+		ASSERT_EQ(a.cqes.size(), cqes);
+		for (auto &c : a.cqes)
+			EXPECT_EQ(c.status, MBCF_WC_SUCCESS);
+		EXPECT_EQ(a.conn.ctr.timeouts, 0u);
+		EXPECT_EQ(b.conn.rcv_nxt, a.conn.snd_max);
+		EXPECT_EQ(b.conn.rx_early, 0u);
+		EXPECT_EQ(rx_unaccounted(a), 0);
+		EXPECT_EQ(rx_unaccounted(b), 0);
+	}
+};
+
+// One middle frame lost: the frames after it in its message are placed on
+// arrival (in pieces, as a non-linear packet), the LAST is not; the sender
+// resends the lost frame and the LAST, nothing else.
+TEST_F(Early, ALostMiddleFrameIsResentAlone)
+{
+	auto want = queue_write(10, kBase, 1);
+	send_all();
+	ASSERT_EQ(a.out.size(), 10u);
+	EXPECT_EQ(frame(a, 0).idx, 0);
+	EXPECT_EQ(frame(a, 9).idx, 9);
+	deliver_losing({3}, true);
+	EXPECT_EQ(b.conn.rcv_nxt, 103u);		// a's stream starts at 100
+	EXPECT_EQ(b.conn.ctr.rx_early, 5u);		// 104..108
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 1u);	// 109, the LAST
+	EXPECT_EQ(b.conn.ctr.rx_accepted, 8u);
+	// placed already: the bytes of frames 4..8, not those of 9
+	const uint8_t *t = b.target(kRkey, kBase);
+	EXPECT_EQ(t[4 * seg], want[4 * seg]);
+	EXPECT_EQ(t[9 * seg - 1], want[9 * seg - 1]);
+	EXPECT_EQ(t[9 * seg], 0);
+	EXPECT_EQ(b.rcqes.size(), 0u);
+
+	pump(b, a, now);				// LOST(103)
+	EXPECT_EQ(a.conn.ctr.selective_repeats, 1u);
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{103, 109}));
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.rcv_nxt, 110u);
+	EXPECT_EQ(a.conn.ctr.retransmits, 2u);
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+	EXPECT_EQ(b.conn.ctr.rx_accepted, 10u);		// each frame once
+}
+
+// Frames of the next message are never placed early, even at the same
+// addresses: the later write must win.  The loss leaves only the LAST after
+// it in its message, so this is a plain go-back.
+TEST_F(Early, TheNextMessageWaitsAndTheLaterWriteWins)
+{
+	auto first = queue_write(4, kBase, 1);
+	auto second = queue_write(2, kBase, 99);	// over the first's start
+	send_all();
+	ASSERT_EQ(a.out.size(), 6u);
+	deliver_losing({1});
+	EXPECT_EQ(b.conn.ctr.rx_early, 1u);		// 102 only
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 3u);	// 103 (LAST), 104, 105
+	EXPECT_EQ(b.target(kRkey, kBase)[2 * seg], first[2 * seg]);
+	pump(b, a, now);
+	// 101, then 103 on: 102 is not resent
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{101, 103, 104, 105}));
+	expect_clean_finish(2);
+	std::vector<uint8_t> want = first;
+	std::copy(second.begin(), second.end(), want.begin());
+	expect_bytes(kBase, want);
+}
+
+// The FIRST frame lost: the rest of its message is placed all the same
+// (each frame's index says the message began at or before the gap).
+TEST_F(Early, ALostFirstFrameStillPlacesTheRest)
+{
+	auto want = queue_write(5, kBase, 3);
+	send_all();
+	deliver_losing({0});
+	EXPECT_EQ(b.conn.ctr.rx_early, 3u);		// 101..103 (idx 1..3)
+	pump(b, a, now);
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{100, 104}));
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+}
+
+// A second loss in the same message: the jump stops at it, the next frame
+// finds it, and the sender repeats selectively again -- no timeout.
+TEST_F(Early, ASecondLossIsFoundAfterTheJump)
+{
+	auto want = queue_write(12, kBase, 5);
+	send_all();
+	deliver_losing({2, 6});
+	EXPECT_EQ(b.conn.ctr.rx_early, 7u);		// 103..105, 107..110
+	pump(b, a, now);				// LOST(102)
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{102, 111}));
+	deliver(b, a.out.front(), now);			// 102: up to 106
+	a.out.pop_front();
+	EXPECT_EQ(b.conn.rcv_nxt, 106u);
+	deliver(b, a.out.front(), now);			// 111 finds 106 missing
+	a.out.pop_front();
+	pump(b, a, now);
+	EXPECT_EQ(a.conn.ctr.selective_repeats, 2u);
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{106, 111}));
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+}
+
+// A frame after the gap that fails its checks is not placed: in order it
+// is rejected like any other, and nothing was written.
+TEST_F(Early, AFrameThatFailsItsChecksIsNotPlacedEarly)
+{
+	b.add_region(0x55, 0x200000, 3 * seg, ACC_WRITE);	// room for 3 of 5
+	auto want = queue_write(5, 0x200000, 7, MBCF_OP_WRITE, 0x55);
+	send_all();
+	deliver_losing({1});
+	EXPECT_EQ(b.conn.ctr.rx_early, 1u);		// 102 fits, 103 does not
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 2u);
+	const uint8_t *t = b.target(0x55, 0x200000);
+	for (uint32_t k = 0; k < seg; k++)
+		ASSERT_EQ(t[2 * seg + k], want[2 * seg + k]);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(b.conn.ctr.naks_tx, 1u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+// WRITE_IMM: the middle frames are placed early, the receive completes
+// only with the LAST, after the resend filled the gap.
+TEST_F(Early, WriteImmCompletesInOrder)
+{
+	b.recvs.push_back({77, 0});
+	auto want = queue_write(6, kBase, 9, MBCF_OP_WRITE_IMM);
+	send_all();
+	deliver_losing({2});
+	EXPECT_EQ(b.conn.ctr.rx_early, 2u);		// 103, 104; 105 is the IMM
+	EXPECT_EQ(b.rcqes.size(), 0u);
+	expect_clean_finish(1);
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(b.rcqes[0].imm, 0x1234u);
+	EXPECT_EQ(b.rcqes[0].byte_len, want.size());
+	expect_bytes(kBase, want);
+}
+
+// A copy of a frame placed early (the sender's timeout resent it while the
+// gap was still open) is a duplicate; the bytes are written once.
+TEST_F(Early, ACopyOfAnEarlyFrameIsADuplicate)
+{
+	auto want = queue_write(4, kBase, 11);
+	send_all();
+	auto f2 = a.out.at(2);
+	deliver_losing({1});
+	int writes = b.target_writes;
+	deliver(b, f2, now);
+	EXPECT_EQ(b.target_writes, writes);
+	EXPECT_EQ(b.conn.ctr.drop_duplicate, 1u);
+	EXPECT_EQ(b.conn.ctr.rx_early, 1u);
+	b.out.clear();					// every LOST lost
+	fire(a);					// timeout: back to 101
+	EXPECT_EQ(a.conn.ctr.timeouts, 1u);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(b.conn.rcv_nxt, 104u);
+	expect_bytes(kBase, want);
+}
+
+// Past 255 frames the index stays at 255, still enough to place the 63
+// frames after a gap; and nothing beyond those 63 is placed.
+TEST_F(Early, LongMessagesAndTheSpan)
+{
+	setup_window(400);
+	b.add_region(0x66, 0x1000000, 300 * seg, ACC_WRITE);
+	defer = true;
+	uint64_t ck = post(a, MBCF_OP_WRITE, 300 * seg, 0x1000000, 0x66);
+	auto &buf = a.local[ck];
+	for (size_t k = 0; k < buf.size(); k++)
+		buf[k] = (uint8_t)(k * 13 + 1);
+	auto want = buf;
+	send_all();
+	ASSERT_EQ(a.out.size(), 300u);
+	EXPECT_EQ(frame(a, 254).idx, 254);
+	EXPECT_EQ(frame(a, 299).idx, 255);
+	deliver_losing({200});
+	EXPECT_EQ(b.conn.ctr.rx_early, 63u);		// 301..363 (idx 201..263)
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 36u);	// 364..399
+	pump(b, a, now);
+	auto p = psns_sent();
+	ASSERT_EQ(p.size(), 37u);			// 300, then 364..399
+	EXPECT_EQ(p[0], 300u);
+	EXPECT_EQ(p[1], 364u);
+	EXPECT_EQ(p[36], 399u);
+	settle(a, b, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.conn.ctr.timeouts, 0u);
+	const uint8_t *t = b.target(0x66, 0x1000000);
+	for (size_t k = 0; k < want.size(); k++)
+		ASSERT_EQ(t[k], want[k]) << k;
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
+}  // namespace
