@@ -227,8 +227,8 @@ int mbcf_codec_parse_split(const u8 *buf, u32 avail, u32 len,
 	f->flags = buf[MBCF_OFF_FLAGS];
 	f->status = buf[MBCF_OFF_STATUS];
 	if (f->op == MBCF_OP_WRITE) {
-		/* byte 3 of a WRITE is its index in its message */
-		f->idx = f->status;
+		/* byte 3 of a WRITE is its run (5.1) */
+		f->run = f->status;
 		f->status = 0;
 	}
 	f->dst_qpn = mbcf_get_be32(buf + MBCF_OFF_DST_QPN);
@@ -248,14 +248,14 @@ int mbcf_codec_parse_split(const u8 *buf, u32 avail, u32 len,
 		return codec_count(ctr, MBCF_PARSE_BAD_LENGTH);
 	/* Fields every opcode has: 24-bit QP and sequence numbers, the
 	 * opcode's flags, a go-back round on sequenced frames and LOST only,
-	 * a status on ACK only, an index that is 0 on (only) a FIRST WRITE. */
+	 * a status on ACK only, a run of at least 1 on a WRITE after FIRST. */
 	if (unlikely(((f->dst_qpn | f->src_qpn | f->psn | f->ack_psn) &
 		      ~MBCF_PSN_MASK) || (f->flags & ~o->flags) ||
 		     (f->epoch && !o->epoch) ||
 		     (f->status && (f->op != MBCF_OP_ACK ||
 				    f->status > MBCF_ST_MAX)) ||
-		     (f->op == MBCF_OP_WRITE &&
-		      !(f->flags & MBCF_F_FIRST) != !!f->idx) ||
+		     (f->op == MBCF_OP_WRITE && !(f->flags & MBCF_F_FIRST) &&
+		      !f->run) ||
 		     !codec_parse_ext(buf, f)))
 		return codec_count(ctr, MBCF_PARSE_MALFORMED);
 	/* Not contiguous with the header: the caller supplies it. */
@@ -335,7 +335,7 @@ u32 mbcf_codec_build(const struct mbcf_frame *f, u8 *hdr)
 	hdr[MBCF_OFF_VERSION] = MBCF_WIRE_VERSION;
 	hdr[MBCF_OFF_OPCODE] = f->op;
 	hdr[MBCF_OFF_FLAGS] = f->flags;
-	hdr[MBCF_OFF_STATUS] = f->op == MBCF_OP_WRITE ? f->idx : f->status;
+	hdr[MBCF_OFF_STATUS] = f->op == MBCF_OP_WRITE ? f->run : f->status;
 	mbcf_put_be32(hdr + MBCF_OFF_DST_QPN, f->dst_qpn & MBCF_QPN_MASK);
 	mbcf_put_be32(hdr + MBCF_OFF_SRC_QPN, f->src_qpn & MBCF_QPN_MASK);
 	mbcf_put_be32(hdr + MBCF_OFF_PSN, f->psn & MBCF_PSN_MASK);

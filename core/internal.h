@@ -73,6 +73,12 @@ static inline bool mbcf_send_waiting(const struct mbcf_conn *c)
 	return c->snd_una != c->snd_max || c->rd_out;
 }
 
+/* early.c: frames placed ahead of a gap (docs/protocol.md 5.1) */
+bool mbcf_early_has(const struct mbcf_conn *c, u32 d);
+bool mbcf_early_place(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d);
+int mbcf_early_write(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d);
+void mbcf_early_join(struct mbcf_conn *c);
+
 /* conn.c */
 void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
 			   u8 wc_status);

@@ -77,8 +77,6 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	bool imm = f->op == MBCF_OP_WRITE_IMM;
 	int st = recv_segment(c, f, MBCF_OP_WRITE);
-	const u8 *p;
-	u32 k, n, off;
 
 	if (st)
 		return st;
@@ -90,20 +88,12 @@ static int recv_write(struct mbcf_conn *c, const struct mbcf_frame *f)
 		if (st)
 			return st;
 	}
-	/* in pieces, each is written on its own: the whole range is checked
-	 * first, or a frame crossing the end of its region would leave its
-	 * first pieces behind (section 9) */
-	if (f->paylen && !f->payload) {
-		st = c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen);
-		if (st)
-			return st;
-	}
-	for (k = 0, off = 0; f->paylen && mbcf_frame_piece(f, k, &p, &n);
-	     k++, off += n) {
-		st = c->ops->target_write(c->env, f->rkey, f->va + off, p, n);
-		if (st)
-			return st;
-	}
+	/* in pieces, and around what frames placed early after it hold
+	 * (section 5.1): the whole range is checked first, or a frame
+	 * crossing the end of its region would leave a part behind (9) */
+	st = mbcf_early_write(c, f, 0);
+	if (st)
+		return st;
 	recv_segment_done(c, f, MBCF_OP_WRITE);
 	if (imm)
 		recv_complete(c, MBCF_OP_WRITE_IMM, MBCF_WC_SUCCESS, f->len, f);
@@ -281,43 +271,11 @@ static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
 };
 
 /*
- * A WRITE frame d psns after a gap at rcv_nxt, placed now if every frame
- * in between belongs to its message (its index is at least d): those fill
- * disjoint bytes, so nothing sent before it can land on its bytes later,
- * and nothing else (a send, a read, another write) comes in between
- * (docs/protocol.md 5.1).  Never the message's LAST frame: that one still
- * lands last, so a reader watching the last byte sees the whole message,
- * and a WRITE_IMM completes in order.  A frame that fails its checks is
- * dropped, to be rejected in order.
- */
-static bool recv_early(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
-{
-	const u8 *p;
-	u32 k, n, off;
-
-	if (f->op != MBCF_OP_WRITE || (f->flags & MBCF_F_LAST) ||
-	    d >= MBCF_EARLY_SPAN || f->idx < d || c->stop_sent)
-		return false;
-	if (f->paylen && !f->payload &&
-	    c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen))
-		return false;
-	for (k = 0, off = 0; f->paylen && mbcf_frame_piece(f, k, &p, &n);
-	     k++, off += n)
-		if (c->ops->target_write(c->env, f->rkey, f->va + off, p, n))
-			return false;
-	c->rx_early |= 1ull << d;
-	c->ctr.rx_accepted++;
-	c->ctr.rx_bytes += f->paylen;
-	c->ctr.rx_early++;
-	return true;
-}
-
-/*
  * psn != rcv_nxt: a duplicate is re-acked; a gap is reported with LOST
  * (docs/protocol.md 5): once per gap and round (a frame of a newer round
  * means the resend of rcv_nxt was lost too), and again whenever the sender
  * asks for an answer (ACKREQ: our LOST may have been lost).  A frame after
- * the gap may still be placed early (recv_early), the gap is reported all
+ * the gap may still be placed early (core/early.c), the gap is reported all
  * the same.
  */
 static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
@@ -333,9 +291,9 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 		return;
 	}
 	d = (u32)mbcf_seq_diff(f->psn, c->rcv_nxt);
-	if (d < MBCF_EARLY_SPAN && (c->rx_early >> d & 1))
+	if (mbcf_early_has(c, d))
 		c->ctr.drop_duplicate++;	/* placed early already */
-	else if (!recv_early(c, f, d))
+	else if (!mbcf_early_place(c, f, d))
 		c->ctr.drop_out_of_seq++;
 	if (c->stop_sent)
 		return;
@@ -347,27 +305,12 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 	}
 }
 
-/*
- * rcv_nxt advanced by one: step over the frames placed early that follow
- * it (counted when they were placed).  The jump is acknowledged at once:
- * the sender holds them unacknowledged meanwhile.
- */
-static void recv_early_join(struct mbcf_conn *c)
-{
-	c->rx_early >>= 1;
-	while (c->rx_early & 1) {
-		c->rx_early >>= 1;
-		c->rcv_nxt = mbcf_seq_add(c->rcv_nxt, 1);
-	}
-	c->ack_due = true;
-}
-
 static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f,
 			u64 now)
 {
 	c->rcv_nxt = mbcf_seq_add(c->rcv_nxt, 1);
-	if (c->rx_early)
-		recv_early_join(c);
+	if (c->early_n)
+		mbcf_early_join(c);
 	c->lost_sent = false;
 	c->stop_sent = false;
 	c->dup_acked = false;

@@ -379,6 +379,48 @@ static void send_fill_ext(const struct mbcf_msg *m, u32 i, u32 off,
 	}
 }
 
+/* Frame i of m (a WRITE or WRITE_IMM): its run, wire byte 3 (5.1). */
+static u8 send_run(const struct mbcf_msg *m, u32 i)
+{
+	u32 run = m->run0 + i;
+
+	return run < MBCF_RUN_MAX ? (u8)run : MBCF_RUN_MAX;
+}
+
+/*
+ * m starts: a WRITE continues the run of WRITE frames under its rkey that
+ * came right before it; anything else ends it.  Frames of one message are
+ * consecutive psns, so the run after m is known now.
+ */
+static void send_run_start(struct mbcf_conn *c, struct mbcf_msg *m)
+{
+	u32 run = 0;
+
+	if (m->op != MBCF_OP_WRITE && m->op != MBCF_OP_WRITE_IMM) {
+		c->run_len = 0;
+		return;
+	}
+	if (c->run_len && c->run_rkey == m->rkey)
+		run = c->run_len;
+	m->run0 = (u8)run;
+	c->run_rkey = m->rkey;
+	run += m->nframes;
+	c->run_len = run < MBCF_RUN_MAX ? run : MBCF_RUN_MAX;
+}
+
+/*
+ * Did the peer place frame i of m early, d psns after its gap, had it
+ * arrived (5.1)?  A WRITE frame, not its message's LAST, whose run reaches
+ * back to the gap.
+ */
+static bool send_placed_early(const struct mbcf_msg *m, u32 i, u32 d)
+{
+	if ((m->op != MBCF_OP_WRITE && m->op != MBCF_OP_WRITE_IMM) ||
+	    i + 1 >= m->nframes)
+		return false;
+	return d < MBCF_EARLY_SPAN && send_run(m, i) >= d;
+}
+
 /* Build frame i of m from its descriptor and hand it to the environment. */
 static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 		      u8 flags)
@@ -407,7 +449,7 @@ static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 	}
 	send_fill_ext(m, i, off, &f);
 	if (f.op == MBCF_OP_WRITE)
-		f.idx = i < MBCF_INDEX_MAX ? (u8)i : MBCF_INDEX_MAX;
+		f.run = send_run(m, i);
 	hl = mbcf_codec_build(&f, hdr);
 	c->tx_unflushed = true;
 	return c->ops->xmit(c->env, hdr, hl, &pl);
@@ -427,6 +469,7 @@ static struct mbcf_msg *send_next_msg(struct mbcf_conn *c, bool *fresh)
 	if (m) {
 		m->first_psn = c->snd_max;
 		c->cur = m;
+		send_run_start(c, m);
 	}
 	return m;
 }
@@ -457,6 +500,29 @@ static void send_fault(struct mbcf_conn *c, const struct mbcf_msg *m, u32 psn)
 	mbcf_conn_enter_error(c, true, psn, MBCF_WC_LOC_PROT_ERR);
 }
 
+/*
+ * Selective repeat (docs/protocol.md 7.2): a resend of frame i of m, after
+ * LOST(sel_base), is skipped if the peer placed it early when it first
+ * came (5.1); if it was lost instead, the peer's next LOST says so.
+ */
+static bool send_sel_skip(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i)
+{
+	s32 d = mbcf_seq_diff(c->snd_nxt, c->sel_base);
+
+	if (!mbcf_seq_lt(c->snd_nxt, c->sel_end)) {
+		c->sel_skip = false;
+		return false;
+	}
+	if (d <= 0 || !send_placed_early(m, i, (u32)d))
+		return false;
+	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
+	if (!c->sel_counted) {
+		c->sel_counted = true;
+		c->ctr.selective_repeats++;
+	}
+	return true;
+}
+
 static bool send_one(struct mbcf_conn *c, u64 now)
 {
 	struct mbcf_msg *m;
@@ -473,6 +539,8 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 		return false;
 	}
 	i = (u32)mbcf_seq_diff(c->snd_nxt, m->first_psn);
+	if (c->sel_skip && !fresh && send_sel_skip(c, m, i))
+		return true;
 	/* paced: not before the clock, a first send or a go-back-N resend */
 	if (!mbcf_pace_ready(&c->pace, now)) {
 		c->pace_wait = true;
@@ -521,10 +589,6 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 		c->ctr.retransmits++;
 	}
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
-	if (c->sel_skip && c->snd_nxt == c->sel_from) {
-		c->sel_skip = false;
-		c->snd_nxt = c->sel_to;	/* the lost frame resent alone */
-	}
 	/* UC: a frame sent is done with; its message completes when sent */
 	if (c->cfg.uc)
 		c->snd_una = c->snd_nxt;
@@ -780,10 +844,8 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 		send_rtt_sample(c, now - c->rtt_at);
 	}
 	c->snd_una = ack_psn;
-	if (mbcf_seq_lt(c->snd_nxt, ack_psn)) {
+	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;
-		c->sel_skip = false;
-	}
 	/* rule 1 counts frames in flight unasked: none now (6.1) */
 	if (c->snd_una == c->snd_max)
 		c->since_ackreq = 0;
@@ -913,34 +975,6 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
 	c->rtt_timing = false;
 }
 
-/*
- * Selective repeat (docs/protocol.md 5.1, 7.2): the receiver placed every
- * frame after the lost one at psn that belongs to its WRITE message, but
- * not the message's LAST, and only up to MBCF_EARLY_SPAN psns on.  Of the
- * frames sent before the go-back, those are resent only if they were lost
- * too (the next LOST says so): after psn, sending goes on at the first
- * frame the receiver dropped, or where it was.
- */
-static void send_select(struct mbcf_conn *c, u32 psn, u32 was_nxt)
-{
-	const struct mbcf_msg *m = send_find(c, psn);
-	u32 to = mbcf_seq_add(psn, MBCF_EARLY_SPAN);
-	u32 last;
-
-	if (!m || (m->op != MBCF_OP_WRITE && m->op != MBCF_OP_WRITE_IMM))
-		return;
-	last = mbcf_seq_add(m->first_psn, m->nframes - 1);
-	if (mbcf_seq_lt(last, to))
-		to = last;
-	if (mbcf_seq_lt(was_nxt, to))
-		to = was_nxt;
-	if (mbcf_seq_diff(to, psn) < 2)
-		return;			/* nothing placed early to step over */
-	c->sel_skip = true;
-	c->sel_from = mbcf_seq_add(psn, 1);
-	c->sel_to = to;
-	c->ctr.selective_repeats++;
-}
 
 /*
  * LOST(psn, epoch): a frame we sent in round `epoch` found the gap at psn
@@ -959,7 +993,14 @@ void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch)
 		return;
 	send_wnd_cut(c, psn, false);
 	send_goback(c, psn);
-	send_select(c, psn, was_nxt);
+	/* selective repeat (7.2): what went out before is resent only if the
+	 * peer could not place it early */
+	if (mbcf_seq_diff(was_nxt, psn) > 1) {
+		c->sel_skip = true;
+		c->sel_counted = false;
+		c->sel_base = psn;
+		c->sel_end = was_nxt;
+	}
 }
 
 /* STOP(psn): the peer could not accept psn (receiver not ready). */

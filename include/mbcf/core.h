@@ -229,6 +229,9 @@ struct mbcf_pace {
 };
 
 /* One queued message (requester wr or responder response).  Internal. */
+/* Frames after a gap that may be placed early: rcv_nxt + 1 .. + 255 (5.1). */
+#define MBCF_EARLY_SPAN		256
+
 struct mbcf_msg {
 	u64 cookie;
 	u64 raddr;
@@ -244,6 +247,8 @@ struct mbcf_msg {
 	u8 op;
 	u8 flags;		/* MBCF_MSG_* (core/internal.h) */
 	u8 status;
+	u8 run0;		/* WRITE, WRITE_IMM: the run of its first
+				 * frame (wire byte 3, 5.1) */
 };
 
 struct mbcf_msgq {
@@ -280,10 +285,13 @@ struct mbcf_conn {
 	u32 rd_out;		/* started reads/atomics not yet completed */
 	u16 tx_epoch;		/* go-back round: +1 at every go-back, on
 				 * every sequenced frame sent (4.5) */
-	bool sel_skip;		/* selective repeat: once snd_nxt reaches
-				 * sel_from, go on at sel_to; the frames
-				 * between were placed early (5.1, 7.2) */
-	u32 sel_from, sel_to;
+	bool sel_skip;		/* selective repeat: resends in (sel_base,
+				 * sel_end) skip what the peer placed early
+				 * (5.1, 7.2) */
+	bool sel_counted;	/* ... and a skip was counted this round */
+	u32 sel_base, sel_end;
+	u32 run_rkey;		/* the run our next WRITE frame may extend: */
+	u32 run_len;		/* frames of it sent (0: none), at most 255 */
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
 	bool tx_busy;		/* xmit said busy: wait for kick */
 	bool tx_unflushed;	/* xmit called since the last xmit_flush */
@@ -319,8 +327,14 @@ struct mbcf_conn {
 	u16 lost_epoch;		/* ... for a frame of this round */
 	bool stop_sent;		/* STOP(rcv_nxt) sent; GO due on recv_posted */
 	bool dup_acked;		/* re-ACKed a duplicate since the last accept */
-	u64 rx_early;		/* bit d: psn rcv_nxt + d was placed early,
-				 * ahead of the gap at rcv_nxt (5.1) */
+	/* frames placed early, ahead of the gap at rcv_nxt (5.1): bit d of
+	 * the map is psn rcv_nxt + d; slot psn % MBCF_EARLY_SPAN holds its
+	 * bytes' va and length (all under early_rkey) */
+	u64 rx_early[MBCF_EARLY_SPAN / 64];
+	u64 early_va[MBCF_EARLY_SPAN];
+	u16 early_len[MBCF_EARLY_SPAN];
+	u32 early_rkey;
+	u32 early_n;		/* bits set in rx_early */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
 	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
 	u64 ack_lazy_at;	/* responses accepted unasked: an ACK is owed
@@ -382,8 +396,9 @@ struct mbcf_iov {
 
 struct mbcf_frame {
 	u8 op, flags, status;
-	u8 idx;			/* WRITE: its place in its message, at most
-				 * MBCF_INDEX_MAX (wire byte 3, 5.1) */
+	u8 run;			/* WRITE: frames right before it that are
+				 * WRITEs under its rkey, at most
+				 * MBCF_RUN_MAX (wire byte 3, 5.1) */
 	u32 dst_qpn, src_qpn, psn, ack_psn;
 	u16 epoch;		/* sequenced: the sender's go-back round when
 				 * this copy left; LOST: its trigger's */
@@ -587,8 +602,6 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_TLP_MIN_NS		100000ull
 /* Responses accepted unasked are acknowledged this long after (6.2). */
 #define MBCF_ACK_LAZY_NS	(MBCF_TLP_MIN_NS / 4)
-/* Frames after a gap that may be placed early: rcv_nxt + 1 .. + 63 (5.1). */
-#define MBCF_EARLY_SPAN		64
 #define MBCF_MTU_MIN		512
 #define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
 

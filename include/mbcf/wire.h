@@ -13,11 +13,12 @@
  *     0   1  version   MBCF_WIRE_VERSION; anything else is dropped
  *     1   1  opcode    enum mbcf_op; unknown values are dropped
  *     2   1  flags     MBCF_F_*; unknown bits must be 0
- *     3   1  status    ACK: enum mbcf_status.  WRITE: index, the frame's
- *                      place in its message (0 on FIRST), at most 255 (a
- *                      later frame says 255): the receiver may place a
- *                      frame that follows a gap in the same message (5.1).
- *                      0 on every other opcode.
+ *     3   1  status    ACK: enum mbcf_status.  WRITE: run, how many
+ *                      frames right before this one are WRITE frames
+ *                      (WRITE, WRITE_IMM) under the same rkey, at most 255
+ *                      (more say 255); at least 1 on a frame after its
+ *                      message's FIRST.  A receiver may place the frame
+ *                      after a gap that deep (5.1).  0 on other opcodes.
  *     4   4  dst_qpn   destination QP number (24 bits; top byte 0)
  *     8   4  src_qpn   source QP number (24 bits; top byte 0)
  *    12   4  psn       sequence number of this frame in the sender's stream
@@ -63,7 +64,7 @@
 #include <mbcf/compat.h>
 
 #define MBCF_ETHERTYPE		0x88B5
-#define MBCF_WIRE_VERSION	2	/* 2: WRITE carries its index */
+#define MBCF_WIRE_VERSION	2	/* 2: WRITE carries its run */
 
 #define MBCF_HDR_LEN		24	/* common header */
 #define MBCF_HDR_MAX		72	/* largest header (DGRAM) */
@@ -82,8 +83,8 @@
 #define MBCF_OFF_OPCODE		1
 #define MBCF_OFF_FLAGS		2
 #define MBCF_OFF_STATUS		3
-#define MBCF_OFF_INDEX		3	/* WRITE */
-#define MBCF_INDEX_MAX		255
+#define MBCF_OFF_RUN		3	/* WRITE */
+#define MBCF_RUN_MAX		255
 #define MBCF_OFF_DST_QPN	4
 #define MBCF_OFF_SRC_QPN	8
 #define MBCF_OFF_PSN		12

@@ -308,7 +308,6 @@ TEST(Codec, RejectsMalformedFields)
 		{"unknown flag", MBCF_OP_WRITE, 2, 0x80},
 		{"FIRST on READ_REQ", MBCF_OP_READ_REQ, 2, MBCF_F_FIRST},
 		{"SOLICITED on READ_RESP", MBCF_OP_READ_RESP, 2, MBCF_F_SOLICITED},
-		{"index on a FIRST WRITE", MBCF_OP_WRITE, 3, 1},
 		{"status on WRITE_IMM", MBCF_OP_WRITE_IMM, 3, 1},
 		{"status beyond max", MBCF_OP_ACK, 3, MBCF_ST_MAX + 1},
 		{"status on LOST", MBCF_OP_LOST, 3, 1},
@@ -334,22 +333,28 @@ TEST(Codec, RejectsMalformedFields)
 	}
 }
 
-// A WRITE's byte 3 is its index in its message (docs/protocol.md 2.1, 5.1):
-// it round-trips, and it is 0 exactly on the FIRST frame.
-TEST(Codec, WriteIndexRoundTripsAndIsZeroOnlyOnFirst)
+// A WRITE's byte 3 is its run (docs/protocol.md 2.2, 5.1): it round-trips;
+// a FIRST frame may have any (the writes before it), a later one at least
+// 1 (its own message's frame before it).
+TEST(Codec, WriteRunRoundTripsAndFollowsItsMessage)
 {
 	mbcf_frame f = sample(MBCF_OP_WRITE), g;
 	f.flags = 0;		// a middle frame
-	f.idx = 200;
+	f.run = 200;
 	auto b = encode(f);
-	EXPECT_EQ(b[MBCF_OFF_INDEX], 200);
+	EXPECT_EQ(b[MBCF_OFF_RUN], 200);
 	ASSERT_EQ(mbcf_codec_parse(b.data(), (uint32_t)b.size(), &g, nullptr),
 		  MBCF_PARSE_OK);
-	EXPECT_EQ(g.idx, 200);
+	EXPECT_EQ(g.run, 200);
 	EXPECT_EQ(g.status, 0);
+	b[MBCF_OFF_FLAGS] = MBCF_F_FIRST;
+	b[MBCF_OFF_RUN] = 7;
+	ASSERT_EQ(mbcf_codec_parse(b.data(), (uint32_t)b.size(), &g, nullptr),
+		  MBCF_PARSE_OK);
+	EXPECT_EQ(g.run, 7);
 	for (uint8_t fl : {0, MBCF_F_LAST}) {
 		b[MBCF_OFF_FLAGS] = fl;
-		b[MBCF_OFF_INDEX] = 0;		// a later frame says where it is
+		b[MBCF_OFF_RUN] = 0;
 		mbcf_counters ctr{};
 		EXPECT_EQ(parse_bytes(b, &ctr), MBCF_PARSE_MALFORMED) << (int)fl;
 		EXPECT_EQ(ctr.drop_malformed, 1u);

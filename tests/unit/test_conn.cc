@@ -1370,7 +1370,7 @@ TEST_F(Pair, BrokenSegmentationIsInvalidRequest)
 	post(a, MBCF_OP_WRITE, 10);
 	mbcf_frame f = frame(a, 0);
 	f.flags &= ~MBCF_F_FIRST;	// a middle frame with no first
-	f.idx = 1;
+	f.run = 1;
 	uint8_t hdr[MBCF_HDR_MAX];
 	uint32_t hl = mbcf_codec_build(&f, hdr);
 	std::vector<uint8_t> b2(hdr, hdr + hl);

@@ -553,6 +553,8 @@ TEST(LossyLink, RandomStreamsMatchTheModel)
 	EXPECT_GT(g_total.go_rx, 0u);
 	EXPECT_GT(g_total.drop_duplicate, 0u);
 	EXPECT_GT(g_total.drop_out_of_seq, 0u);
+	EXPECT_GT(g_total.rx_early, 0u);		// placed early (5.1) ...
+	EXPECT_GT(g_total.selective_repeats, 0u);	// ... and not resent
 	EXPECT_GT(g_total.drop_truncated + g_total.drop_bad_length, 0u);
 	EXPECT_GT(g_total.tx_busy, 0u);
 	EXPECT_EQ(g_total.drop_bad_ack + g_total.drop_bad_resp + g_total.drop_wrong_qp, 0u);

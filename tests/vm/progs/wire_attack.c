@@ -248,8 +248,8 @@ enum {
 #define FL_SOL		0x08
 #define FL_IMM		0x10	/* DGRAM only: the immediate is valid */
 #define FL_SEG		(FL_FIRST | FL_LAST)
-/* frames after a gap that a WRITE may be placed early at (protocol.md 5.1) */
-#define EARLY_SPAN	64
+/* a WRITE this far after a gap is never placed early (protocol.md 5.1) */
+#define EARLY_SPAN	256
 
 struct opinfo {
 	uint8_t hdr;		/* header bytes: 24 + extension (2.3) */
@@ -320,8 +320,8 @@ static size_t wf_encode(uint8_t *b, const struct wf *f)
 	b[1] = f->op;
 	b[2] = f->flags;
 	b[3] = f->status;
-	/* a later WRITE frame says it is one (its index); callers that do not
-	 * care where in its message it is get the least a later one says */
+	/* a WRITE frame after its FIRST has a run of at least 1 (the frame
+	 * before it); callers that do not care get that least one */
 	if (f->op == OP_WRITE && !(f->flags & FL_FIRST) && !f->status)
 		b[3] = 1;
 	put32(b + 4, f->dst);
@@ -456,9 +456,9 @@ static bool wf_fields_ok(const struct wf *f)
 		return false;	/* an epoch only on sequenced frames and LOST */
 	if (f->flags & ~(FL_ACKREQ | o->flags))
 		return false;
-	/* byte 3: an ACK's status; a WRITE's index, 0 on (only) its FIRST */
+	/* byte 3: an ACK's status; a WRITE's run, at least 1 after FIRST */
 	if (f->op == OP_WRITE) {
-		if (!(f->flags & FL_FIRST) != !!f->status)
+		if (!(f->flags & FL_FIRST) && !f->status)
 			return false;
 	} else if (f->status && (f->op != OP_ACK || f->status > 3)) {
 		return false;
@@ -2226,7 +2226,9 @@ static void gen_write(struct aqp *q, bool imm)
 		n = pick_len(umin(seg, (uint32_t)t->len));
 		f.flags = (i == 0 ? FL_FIRST : 0) | (i == nf - 1 ? FL_LAST : 0) |
 			  (pct(5) ? FL_ACKREQ : 0);
-		f.status = f.op == OP_WRITE ? (uint8_t)i : 0;	/* its index */
+		/* its run: at least its place in its message (less than
+		 * the truth only ever keeps a frame from being placed early) */
+		f.status = f.op == OP_WRITE ? (uint8_t)i : 0;
 		/* each frame carries its own va: not necessarily contiguous */
 		f.va = mr_iova(t) + below((uint32_t)t->len - n + 1);
 		f.rkey = t->key;
@@ -2480,7 +2482,7 @@ static void gen_codec(struct aqp *q)
 			break;
 		case 11:
 			b[3] = (uint8_t)(op == OP_ACK ? range(4, 255) : range(1, 255));
-			if (op == OP_WRITE && pct(50)) {	/* a later frame at 0 */
+			if (op == OP_WRITE && pct(50)) {	/* no run after FIRST */
 				b[2] &= (uint8_t)~FL_FIRST;
 				b[3] = 0;
 			}
