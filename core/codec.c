@@ -37,7 +37,8 @@ static const struct codec_op codec_ops[MBCF_OP_MAX] = {
 	[MBCF_OP_SEND_INV]    = { "SEND_INV", 32, PL_DATA,
 				  SEG_FLAGS | MBCF_F_SOLICITED, true },
 	[MBCF_OP_ACK]	      = { "ACK", 24, PL_NONE, MBCF_F_ACKREQ, false },
-	[MBCF_OP_LOST]	      = { "LOST", 24, PL_NONE, MBCF_F_ACKREQ, true },
+	[MBCF_OP_LOST]	      = { "LOST", MBCF_LOST_HDR_LEN, PL_NONE,
+				  MBCF_F_ACKREQ, true },
 	[MBCF_OP_STOP]	      = { "STOP", 24, PL_NONE, MBCF_F_ACKREQ, false },
 	[MBCF_OP_GO]	      = { "GO", 24, PL_NONE, MBCF_F_ACKREQ, false },
 	[MBCF_OP_DGRAM]	      = { "DGRAM", MBCF_DGRAM_HDR_LEN, PL_DATA,
@@ -100,6 +101,8 @@ static void codec_frame_clear(struct mbcf_frame *f)
 	f->hop_limit = 0;
 	f->sgid = NULL;
 	f->dgid = NULL;
+	f->seen = 0;
+	f->placed = NULL;
 }
 
 /*
@@ -148,6 +151,10 @@ static bool codec_parse_ext(const u8 *b, struct mbcf_frame *f)
 		f->rkey = mbcf_get_be32(b + MBCF_OFF_INV_RKEY);
 		f->offset = mbcf_get_be32(b + MBCF_OFF_OFFSET);
 		return (u64)f->offset + f->paylen <= MBCF_MSG_MAX;
+	case MBCF_OP_LOST:
+		f->seen = mbcf_get_be32(b + MBCF_OFF_SEEN);
+		f->placed = b + MBCF_OFF_PLACED;
+		return !(f->seen & ~MBCF_PSN_MASK);
 	case MBCF_OP_DGRAM:
 		f->rkey = mbcf_get_be32(b + MBCF_OFF_QKEY);
 		f->imm = mbcf_get_be32(b + MBCF_OFF_DG_IMM);
@@ -300,6 +307,14 @@ static void codec_build_ext(const struct mbcf_frame *f, u8 *b)
 	case MBCF_OP_SEND_INV:
 		mbcf_put_be32(b + MBCF_OFF_INV_RKEY, f->rkey);
 		mbcf_put_be32(b + MBCF_OFF_OFFSET, f->offset);
+		break;
+	case MBCF_OP_LOST:
+		mbcf_put_be32(b + MBCF_OFF_SEEN, f->seen & MBCF_PSN_MASK);
+		mbcf_put_be32(b + MBCF_OFF_SEEN + 4, 0);
+		if (f->placed)
+			memcpy(b + MBCF_OFF_PLACED, f->placed, MBCF_PLACED_LEN);
+		else
+			memset(b + MBCF_OFF_PLACED, 0, MBCF_PLACED_LEN);
 		break;
 	case MBCF_OP_DGRAM:
 		mbcf_put_be32(b + MBCF_OFF_QKEY, f->rkey);

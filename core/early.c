@@ -158,3 +158,24 @@ void mbcf_early_join(struct mbcf_conn *c)
 	}
 	c->ack_due = true;
 }
+
+/* The map for a LOST: bit d is bit d % 8 of byte d / 8 (wire.h). */
+void mbcf_early_map_out(const struct mbcf_conn *c, u8 *placed)
+{
+	u32 j;
+
+	for (j = 0; j < MBCF_PLACED_LEN; j++)
+		placed[j] = (u8)(c->rx_early[j / 8] >> (8 * (j % 8)));
+}
+
+/* A LOST's map (NULL: none placed) as words, bit d of the map bit d % 64
+ * of word d / 64. */
+void mbcf_early_map_in(const u8 *placed, u64 *map)
+{
+	u32 j;
+
+	for (j = 0; j < MBCF_EARLY_SPAN / 64; j++)
+		map[j] = 0;
+	for (j = 0; placed && j < MBCF_PLACED_LEN; j++)
+		map[j / 8] |= (u64)placed[j] << (8 * (j % 8));
+}

@@ -78,6 +78,8 @@ bool mbcf_early_has(const struct mbcf_conn *c, u32 d);
 bool mbcf_early_place(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d);
 int mbcf_early_write(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d);
 void mbcf_early_join(struct mbcf_conn *c);
+void mbcf_early_map_out(const struct mbcf_conn *c, u8 *placed);
+void mbcf_early_map_in(const u8 *placed, u64 *map);
 
 /* conn.c */
 void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
@@ -90,10 +92,11 @@ void mbcf_send_push(struct mbcf_conn *c, u64 now);
 bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now);
 void mbcf_send_complete(struct mbcf_conn *c);
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status);
-void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch);
+void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch, u32 seen);
 void mbcf_send_nak(struct mbcf_conn *c, u32 psn, u8 status);
 void mbcf_send_alive(struct mbcf_conn *c, u64 now);
-void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch);
+void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
+		    const u8 *placed);
 void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now);
 void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now);
 void mbcf_send_timeout(struct mbcf_conn *c, u64 now);

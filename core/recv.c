@@ -301,7 +301,7 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 	    (f->flags & MBCF_F_ACKREQ)) {
 		c->lost_sent = true;
 		c->lost_epoch = f->epoch;
-		mbcf_send_control_lost(c, f->epoch);
+		mbcf_send_control_lost(c, f->epoch, f->psn);
 	}
 }
 
@@ -445,7 +445,7 @@ static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 		break;
 	case MBCF_OP_LOST:
 		c->ctr.lost_rx++;
-		mbcf_send_lost(c, f->ack_psn, f->epoch);
+		mbcf_send_lost(c, f->ack_psn, f->epoch, f->seen, f->placed);
 		break;
 	case MBCF_OP_STOP:
 		c->ctr.stop_rx++;

@@ -508,12 +508,21 @@ static void send_fault(struct mbcf_conn *c, const struct mbcf_msg *m, u32 psn)
 static bool send_sel_skip(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i)
 {
 	s32 d = mbcf_seq_diff(c->snd_nxt, c->sel_base);
+	bool placed;
 
 	if (!mbcf_seq_lt(c->snd_nxt, c->sel_end)) {
 		c->sel_skip = false;
 		return false;
 	}
-	if (d <= 0 || !send_placed_early(m, i, (u32)d))
+	if (d <= 0)
+		return false;
+	/* up to the frame that found the gap the peer said what it placed;
+	 * after it, what it could place, unless lost too (the next LOST) */
+	if (d < MBCF_EARLY_SPAN && mbcf_seq_le(c->snd_nxt, c->sel_seen))
+		placed = c->sel_placed[d / 64] >> (d % 64) & 1;
+	else
+		placed = send_placed_early(m, i, (u32)d);
+	if (!placed)
 		return false;
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
 	if (!c->sel_counted) {
@@ -905,10 +914,25 @@ void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status)
 	send_control_flags(c, op, status, 0, c->rcv_nxt, 0);
 }
 
-/* LOST(rcv_nxt), reporting the round of the frame that found the gap. */
-void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch)
+static void send_control_xmit(struct mbcf_conn *c, struct mbcf_frame *f);
+
+/*
+ * LOST(rcv_nxt), reporting the frame that found the gap (its psn and its
+ * round) and what we placed early so far (5.1).
+ */
+void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch, u32 seen)
 {
-	send_control_flags(c, MBCF_OP_LOST, 0, 0, c->rcv_nxt, epoch);
+	struct mbcf_frame f;
+	u8 placed[MBCF_PLACED_LEN];
+
+	memset(&f, 0, sizeof(f));
+	mbcf_early_map_out(c, placed);
+	f.op = MBCF_OP_LOST;
+	f.ack_psn = c->rcv_nxt;
+	f.epoch = epoch;
+	f.seen = seen;
+	f.placed = placed;
+	send_control_xmit(c, &f);
 }
 
 /*
@@ -926,21 +950,29 @@ static void send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
 			       u32 ack_psn, u16 epoch)
 {
 	struct mbcf_frame f;
-	struct mbcf_payload pl;
-	u8 hdr[MBCF_HDR_MAX];
-	u32 hl;
 
 	memset(&f, 0, sizeof(f));
-	memset(&pl, 0, sizeof(pl));
 	f.op = op;
 	f.status = status;
 	f.flags = flags;
-	f.dst_qpn = c->cfg.remote_qpn;
-	f.src_qpn = c->cfg.local_qpn;
-	f.psn = c->snd_max;
 	f.ack_psn = ack_psn;
 	f.epoch = epoch;
-	hl = mbcf_codec_build(&f, hdr);
+	send_control_xmit(c, &f);
+}
+
+/* Address control frame f (its own fields set) and send it. */
+static void send_control_xmit(struct mbcf_conn *c, struct mbcf_frame *f)
+{
+	struct mbcf_payload pl;
+	u8 hdr[MBCF_HDR_MAX];
+	u8 op = f->op, status = f->status;
+	u32 hl;
+
+	memset(&pl, 0, sizeof(pl));
+	f->dst_qpn = c->cfg.remote_qpn;
+	f->src_qpn = c->cfg.local_qpn;
+	f->psn = c->snd_max;
+	hl = mbcf_codec_build(f, hdr);
 	c->tx_unflushed = true;
 	/* a control frame that cannot leave is as good as lost: recoverable */
 	if (c->ops->xmit(c->env, hdr, hl, &pl)) {
@@ -984,22 +1016,32 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
  * after a timeout.  A LOST from an earlier round is stale: the go-back
  * since already resends psn.
  */
-void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch)
+void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
+		    const u8 *placed)
 {
 	u32 was_nxt = c->snd_nxt;
 
+	/* any LOST of the gap being repaired says more of what the peer
+	 * placed: facts, whatever the round */
+	if (c->sel_skip && psn == c->sel_base && psn == c->snd_una &&
+	    mbcf_seq_lt(c->sel_seen, seen)) {
+		c->sel_seen = seen;
+		mbcf_early_map_in(placed, c->sel_placed);
+	}
 	if (psn != c->snd_una || psn == c->snd_max || c->stopped ||
 	    epoch != c->tx_epoch)
 		return;
 	send_wnd_cut(c, psn, false);
 	send_goback(c, psn);
 	/* selective repeat (7.2): what went out before is resent only if the
-	 * peer could not place it early */
+	 * peer did not place it early */
 	if (mbcf_seq_diff(was_nxt, psn) > 1) {
 		c->sel_skip = true;
 		c->sel_counted = false;
 		c->sel_base = psn;
 		c->sel_end = was_nxt;
+		c->sel_seen = seen;
+		mbcf_early_map_in(placed, c->sel_placed);
 	}
 }
 

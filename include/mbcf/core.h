@@ -290,6 +290,8 @@ struct mbcf_conn {
 				 * (5.1, 7.2) */
 	bool sel_counted;	/* ... and a skip was counted this round */
 	u32 sel_base, sel_end;
+	u32 sel_seen;		/* up to this psn the peer said what it placed: */
+	u64 sel_placed[MBCF_EARLY_SPAN / 64];	/* bit d: sel_base + d */
 	u32 run_rkey;		/* the run our next WRITE frame may extend: */
 	u32 run_len;		/* frames of it sent (0: none), at most 255 */
 	bool stopped;		/* peer sent STOP: wait for GO or min_rnr */
@@ -423,6 +425,10 @@ struct mbcf_frame {
 	u32 vtf;
 	u8 hop_limit;
 	const u8 *sgid, *dgid;
+	/* LOST: the frame that found the gap, and what was placed early
+	 * (MBCF_PLACED_LEN bytes in the frame; NULL when building: none) */
+	u32 seen;
+	const u8 *placed;
 };
 
 /* Parse verdicts (also which counter the drop went to). */

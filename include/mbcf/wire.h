@@ -42,7 +42,8 @@
  *   SEND        24 offset(4)                                      = 28
  *   SEND_IMM    24 offset(4) 28 imm(4)                            = 32
  *   SEND_INV    24 offset(4) 28 inv_rkey(4)                       = 32
- *   ACK LOST STOP GO   (none)                                     = 24
+ *   LOST        24 seen(4) 28 rsvd(4) 32 placed(32)               = 64
+ *   ACK STOP GO (none)                                            = 24
  *   DGRAM       24 qkey(4) 28 imm(4) 32 vtf(4) 36 hop_limit(1)
  *               37 rsvd(3) 40 sgid(16) 56 dgid(16)                = 72
  *
@@ -56,6 +57,9 @@
  * MBCF_F_IMM), and what the receiver puts in the 40-byte GRH in front of the
  * data -- vtf (6 << 28 | traffic class << 20 | flow label), hop limit, the
  * sender's GID (sgid) and the GID it addressed (dgid).
+ * seen (LOST): psn of the frame that found the gap (24 bits).
+ * placed (LOST): 256 bits, bit d (bit d % 8 of byte d / 8) set when the
+ * frame ack_psn + d was placed early (5.1) by the time seen arrived.
  * rsvd: 0 when sent, ignored when received.
  */
 #ifndef MBCF_WIRE_H
@@ -112,6 +116,10 @@
 #define MBCF_OFF_HOP_LIMIT	36	/* DGRAM */
 #define MBCF_OFF_SGID		40	/* DGRAM */
 #define MBCF_OFF_DGID		56	/* DGRAM */
+#define MBCF_OFF_SEEN		24	/* LOST */
+#define MBCF_OFF_PLACED		32	/* LOST */
+#define MBCF_LOST_HDR_LEN	64
+#define MBCF_PLACED_LEN		32	/* bytes: 256 bits */
 
 /*
  * Opcodes.  1..0x0f are sequenced (they consume a psn in the sender's stream

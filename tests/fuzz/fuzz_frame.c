@@ -117,6 +117,8 @@ static void fz_roundtrip(const u8 *data, size_t size)
 			continue;
 		if (f.op == MBCF_OP_ATOMIC_RESP && i >= 28 && i < 32)
 			continue;
+		if (f.op == MBCF_OP_LOST && i >= 28 && i < 32)
+			continue;	/* after seen, reserved */
 		if (f.op == MBCF_OP_DGRAM && i >= 37 && i < 40)
 			continue;	/* after hop_limit, reserved */
 		if (hdr[i] != data[i])

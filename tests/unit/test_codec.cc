@@ -361,6 +361,32 @@ TEST(Codec, WriteRunRoundTripsAndFollowsItsMessage)
 	}
 }
 
+// LOST says which frame found the gap and what was placed early (5.1, 7.2).
+TEST(Codec, LostCarriesSeenAndThePlacedMap)
+{
+	mbcf_frame f = sample(MBCF_OP_LOST), g;
+	uint8_t map[MBCF_PLACED_LEN];
+	for (int i = 0; i < MBCF_PLACED_LEN; i++)
+		map[i] = (uint8_t)(i * 37 + 1);
+	f.seen = 0xabcdef;
+	f.placed = map;
+	auto b = encode(f);
+	ASSERT_EQ(b.size(), (size_t)MBCF_LOST_HDR_LEN);
+	EXPECT_EQ(b[MBCF_OFF_SEEN + 1], 0xab);
+	ASSERT_EQ(mbcf_codec_parse(b.data(), (uint32_t)b.size(), &g, nullptr),
+		  MBCF_PARSE_OK);
+	EXPECT_EQ(g.seen, 0xabcdefu);
+	ASSERT_NE(g.placed, nullptr);
+	EXPECT_EQ(memcmp(g.placed, map, sizeof(map)), 0);
+	f.placed = nullptr;				// built without: none placed
+	b = encode(f);
+	for (int i = 0; i < MBCF_PLACED_LEN; i++)
+		EXPECT_EQ(b[MBCF_OFF_PLACED + i], 0) << i;
+	b[MBCF_OFF_SEEN] = 1;				// 24 bits
+	mbcf_counters ctr{};
+	EXPECT_EQ(parse_bytes(b, &ctr), MBCF_PARSE_MALFORMED);
+}
+
 // The go-back round (docs/protocol.md 4.5): every sequenced frame and LOST
 // carry it, big-endian at offset 22, and it round-trips.
 TEST(Codec, EpochOnSequencedFramesAndLost)

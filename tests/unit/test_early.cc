@@ -219,6 +219,33 @@ TEST_F(Early, ASecondLossIsFoundAfterTheJump)
 	expect_bytes(kBase, want);
 }
 
+// A burst of losses: the LOST says what arrived before it (the frame that
+// found the gap, and the map of what was placed), so the sender resends the
+// whole burst in one round, not one frame per round trip.
+TEST_F(Early, ABurstOfLossesIsResentInOneRound)
+{
+	auto want = queue_write(20, kBase, 13);
+	send_all();
+	deliver_losing({2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+	ASSERT_GE(b.out.size(), 1u);
+	mbcf_frame l = frame(b, 0);
+	EXPECT_EQ(l.op, MBCF_OP_LOST);
+	EXPECT_EQ(l.ack_psn, 102u);
+	EXPECT_EQ(l.seen, 112u);
+	ASSERT_NE(l.placed, nullptr);
+	EXPECT_EQ(l.placed[1], 0x04);			// bit 10: psn 112
+	EXPECT_EQ(l.placed[0], 0);
+	pump(b, a, now);
+	std::vector<uint32_t> want_psns;
+	for (uint32_t p = 102; p <= 111; p++)
+		want_psns.push_back(p);
+	want_psns.push_back(119);			// the LAST
+	EXPECT_EQ(psns_sent(), want_psns);
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+	EXPECT_EQ(a.conn.ctr.retransmits, 11u);
+}
+
 // A frame after the gap that fails its checks is not placed: in order it
 // is rejected like any other, and nothing was written.
 TEST_F(Early, AFrameThatFailsItsChecksIsNotPlacedEarly)

@@ -270,7 +270,7 @@ static const struct opinfo opinfo[256] = {
 	[OP_SEND_IMM]	 = { 32, true, FL_SEG | FL_SOL, "SEND_IMM" },
 	[OP_SEND_INV]	 = { 32, true, FL_SEG | FL_SOL, "SEND_INV" },
 	[OP_ACK]	 = { 24, false, 0, "ACK" },
-	[OP_LOST]	 = { 24, false, 0, "LOST" },
+	[OP_LOST]	 = { 64, false, 0, "LOST" },	/* seen, rsvd, placed map */
 	[OP_STOP]	 = { 24, false, 0, "STOP" },
 	[OP_GO]		 = { 24, false, 0, "GO" },
 	[OP_DGRAM]	 = { 72, true, FL_SOL | FL_IMM, "DGRAM" },
@@ -298,6 +298,7 @@ struct wf {
 	uint32_t offset;	/* SEND, SEND_IMM, READ_RESP */
 	uint32_t req_psn;	/* READ_RESP, ATOMIC_RESP */
 	uint32_t xrsvd;		/* reserved word of CMP_SWAP/FETCH_ADD/ATOMIC_RESP */
+	uint32_t seen;		/* LOST: the frame that found the gap (its map: 0) */
 	uint64_t op0, op1;	/* swap or add, compare; ATOMIC_RESP: orig */
 	uint32_t vtf;		/* DGRAM: 6 << 28 | class << 20 | flow */
 	uint8_t hop;		/* DGRAM */
@@ -366,6 +367,9 @@ static size_t wf_encode(uint8_t *b, const struct wf *f)
 		put32(b + 28, f->rkey);		/* inv_rkey */
 		put32(b + 24, f->offset);
 		break;
+	case OP_LOST:
+		put32(b + 24, f->seen);
+		break;
 	case OP_DGRAM:
 		put32(b + 24, f->rkey);		/* qkey */
 		put32(b + 28, f->imm);
@@ -423,6 +427,9 @@ static void wf_decode_ext(const uint8_t *b, struct wf *f)
 		f->rkey = get32(b + 28);
 		f->offset = get32(b + 24);
 		break;
+	case OP_LOST:
+		f->seen = get32(b + 24);
+		break;
 	case OP_DGRAM:
 		f->rkey = get32(b + 24);
 		f->imm = get32(b + 28);
@@ -465,6 +472,8 @@ static bool wf_fields_ok(const struct wf *f)
 	}
 	if ((f->op == OP_READ_RESP || f->op == OP_ATOMIC_RESP) &&
 	    (f->req_psn & ~PSN_MASK))
+		return false;
+	if (f->op == OP_LOST && (f->seen & ~PSN_MASK))
 		return false;
 	if ((f->op == OP_WRITE || f->op == OP_WRITE_IMM) && wraps(f->va, f->paylen))
 		return false;
@@ -2629,6 +2638,8 @@ static void gen_ctl(struct aqp *q)
 		break;
 	case 1:
 		f = base(q, OP_LOST);
+		/* nothing placed up to the span's end: a plain go-back */
+		f.seen = psn_add(f.ack, EARLY_SPAN - 1);
 		break;
 	case 2:
 		f = base(q, OP_STOP);
