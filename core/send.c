@@ -263,11 +263,29 @@ static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
  * free, must flow back while a large window is still in flight, or an
  * application that keeps a bounded number of requests posted stalls.
  */
+/*
+ * psns that may be unacknowledged now: the window, and, while a gap is
+ * repaired selectively, the frames skipped as placed early (delivered,
+ * though the cumulative ack cannot say so yet), as far as the peer can
+ * place frames after its gap (7.2).
+ */
+static u32 send_wnd_open(const struct mbcf_conn *c)
+{
+	u32 w = c->wnd + c->sel_bonus, cap = MBCF_EARLY_SPAN - 1;
+
+	if (!c->sel_bonus)
+		return c->wnd;
+	if (cap < c->wnd)
+		cap = c->wnd;
+	return w < cap ? w : cap;
+}
+
 static u8 send_ackreq(struct mbcf_conn *c, const struct mbcf_msg *m,
 		      u32 bytes, u64 now)
 {
 	u32 every = c->cfg.ack_interval;
 	s32 inflight = mbcf_seq_diff(c->snd_nxt, c->snd_una) + 1;
+	u32 wnd = send_wnd_open(c);
 
 	if (c->cfg.uc)
 		return 0;	/* nothing is ever acknowledged */
@@ -283,7 +301,7 @@ static u8 send_ackreq(struct mbcf_conn *c, const struct mbcf_msg *m,
 	 * piggy-backed on a read requester's requests) makes the receiver
 	 * answer every frame, and each answer again opens one frame.
 	 */
-	if ((u32)inflight >= c->wnd &&
+	if ((u32)inflight >= wnd &&
 	    !(mbcf_seq_lt(c->snd_una, c->ackreq_next) &&
 	      mbcf_seq_le(c->ackreq_next, c->snd_nxt)))
 		return MBCF_F_ACKREQ;
@@ -525,6 +543,7 @@ static bool send_sel_skip(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i)
 	if (!placed)
 		return false;
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
+	c->sel_bonus++;
 	if (!c->sel_counted) {
 		c->sel_counted = true;
 		c->ctr.selective_repeats++;
@@ -632,7 +651,7 @@ static mbcf_noinline void send_burst(struct mbcf_conn *c, u64 now)
 	u32 sent = 0;
 
 	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
-	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < c->wnd) {
+	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < send_wnd_open(c)) {
 		if (!send_one(c, now))
 			break;
 		sent++;
@@ -853,6 +872,7 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 		send_rtt_sample(c, now - c->rtt_at);
 	}
 	c->snd_una = ack_psn;
+	c->sel_bonus = 0;	/* the cumulative ack speaks for them now */
 	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;
 	/* rule 1 counts frames in flight unasked: none now (6.1) */
@@ -1001,6 +1021,7 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
 		return;
 	c->snd_nxt = psn;
 	c->sel_skip = false;
+	c->sel_bonus = 0;
 	c->tx_epoch++;
 	/* Karn: the frame being timed may be sent again, and an ack after
 	 * that cannot tell which copy it answers */
@@ -1016,6 +1037,21 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
  * after a timeout.  A LOST from an earlier round is stale: the go-back
  * since already resends psn.
  */
+/* Was the frame after the lost one at psn placed early (7.2)? */
+static bool send_next_placed(struct mbcf_conn *c, u32 psn, u32 was_nxt,
+			     u32 seen, const u8 *placed)
+{
+	u32 next = mbcf_seq_add(psn, 1);
+	const struct mbcf_msg *m;
+
+	if (!mbcf_seq_lt(next, was_nxt))
+		return false;
+	if (mbcf_seq_le(next, seen))
+		return placed && (placed[0] & 2);
+	m = send_find(c, next);
+	return m && send_placed_early(m, (u32)mbcf_seq_diff(next, m->first_psn), 1);
+}
+
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		    const u8 *placed)
 {
@@ -1031,7 +1067,10 @@ void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 	if (psn != c->snd_una || psn == c->snd_max || c->stopped ||
 	    epoch != c->tx_epoch)
 		return;
-	send_wnd_cut(c, psn, false);
+	/* a loss repaired by resending little is no reason to send less
+	 * (4.3): only one that costs a go-back cuts the window */
+	if (!send_next_placed(c, psn, was_nxt, seen, placed))
+		send_wnd_cut(c, psn, false);
 	send_goback(c, psn);
 	/* selective repeat (7.2): what went out before is resent only if the
 	 * peer did not place it early */
