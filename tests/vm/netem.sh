@@ -183,7 +183,8 @@ run_profile() {
 	netem_off
 	local k line=""
 	for k in tx_frames retransmit_frames retransmit_timeouts lost_tx lost_rx \
-		drop_out_of_sequence drop_duplicate retry_exceeded nak_tx closed_qp_ack_tx; do
+		drop_out_of_sequence drop_duplicate retry_exceeded nak_tx closed_qp_ack_tx \
+		rx_placed_early selective_repeats; do
 		line+="$k=$(delta "$k") "
 	done
 	vm_log "counters [$profile] (mbcf0+mbcf1 deltas): $line"
@@ -195,6 +196,10 @@ run_profile loss1 loss 1%
 check assert_pos "retransmit_frames [loss1]" "$(delta retransmit_frames)"
 check assert_pos "lost_tx + retransmit_timeouts [loss1]" "$(($(delta lost_tx) + $(delta retransmit_timeouts)))"
 check assert_pos "drop_out_of_sequence [loss1]" "$(delta drop_out_of_sequence)"
+# writes after a loss placed early, and not resent (docs/protocol.md 5.1, 7.2);
+# write_pingpong and verbs_errors check every byte of them
+check assert_pos "rx_placed_early [loss1]" "$(delta rx_placed_early)"
+check assert_pos "selective_repeats [loss1]" "$(delta selective_repeats)"
 check assert_eq 0 "$(delta retry_exceeded)" "retry_exceeded [loss1]"
 
 run_profile loss5 loss 5%
@@ -202,6 +207,7 @@ check assert_pos "retransmit_frames [loss5]" "$(delta retransmit_frames)"
 check assert_pos "lost_tx [loss5]" "$(delta lost_tx)"
 check assert_pos "lost_rx [loss5]" "$(delta lost_rx)"
 check assert_pos "drop_out_of_sequence [loss5]" "$(delta drop_out_of_sequence)"
+check assert_pos "rx_placed_early [loss5]" "$(delta rx_placed_early)"
 check assert_eq 0 "$(delta retry_exceeded)" "retry_exceeded [loss5]"
 
 run_profile duplicate duplicate 5%
