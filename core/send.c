@@ -2,7 +2,8 @@
 /*
  * Sender side of a connection: our stream of sequenced frames, built on
  * demand from message descriptors (no frame is ever copied or kept), go-back-N
- * retransmission, acknowledgement processing and requester completions.
+ * retransmission that skips what the peer placed early (selective repeat),
+ * acknowledgement processing and requester completions.
  * docs/protocol.md sections 4, 6 and 7.
  */
 #include "internal.h"
@@ -257,13 +258,6 @@ static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
 }
 
 /*
- * docs/protocol.md 6.1: when the sender asks for an acknowledgement.  With
- * no explicit interval: every half window, but at least every
- * MBCF_ACK_EVERY_MAX frames -- completions, and the send-queue slots they
- * free, must flow back while a large window is still in flight, or an
- * application that keeps a bounded number of requests posted stalls.
- */
-/*
  * psns that may be unacknowledged now: the window, and, while a gap is
  * repaired selectively, the frames skipped as placed early (delivered,
  * though the cumulative ack cannot say so yet), as far as the peer can
@@ -280,6 +274,13 @@ static u32 send_wnd_open(const struct mbcf_conn *c)
 	return w < cap ? w : cap;
 }
 
+/*
+ * docs/protocol.md 6.1: when the sender asks for an acknowledgement.  With
+ * no explicit interval: every half window, but at least every
+ * MBCF_ACK_EVERY_MAX frames -- completions, and the send-queue slots they
+ * free, must flow back while a large window is still in flight, or an
+ * application that keeps a bounded number of requests posted stalls.
+ */
 static u8 send_ackreq(struct mbcf_conn *c, const struct mbcf_msg *m,
 		      u32 bytes, u64 now)
 {
@@ -760,10 +761,11 @@ void mbcf_send_complete(struct mbcf_conn *c)
 }
 
 /*
- * docs/protocol.md 4.3: the window adapts to loss.  Go-back-N resends
- * everything after a lost frame (the receiver keeps nothing out of order),
- * so a loss costs about a window of frames: a window tuned to the link
- * turns 1 % random loss into ~50 % retransmissions.  A loss cuts it by a
+ * docs/protocol.md 4.3: the window adapts to loss.  A plain go-back resends
+ * everything after a lost frame, so such a loss costs about a window of
+ * frames: a window tuned to the link turns 1 % random loss into ~50 %
+ * retransmissions (a loss repaired selectively costs a frame and cuts
+ * nothing: mbcf_send_lost).  A loss cuts it by a
  * quarter, once per episode (the frames in flight when it was cut), not
  * below a quarter of cfg.window; each quarter window's worth of frames
  * acknowledged after the episode grows it by one, up to cfg.window.  A
