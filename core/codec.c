@@ -103,6 +103,7 @@ static void codec_frame_clear(struct mbcf_frame *f)
 	f->dgid = NULL;
 	f->seen = 0;
 	f->placed = NULL;
+	f->run = 0;
 }
 
 /*

@@ -440,6 +440,19 @@ static bool send_placed_early(const struct mbcf_msg *m, u32 i, u32 d)
 	return d < MBCF_EARLY_SPAN && send_run(m, i) >= d;
 }
 
+/*
+ * Frame i of m, psn, d after the gap: placed early?  Up to the frame that
+ * found the gap the peer said so in its map; after it, what it could
+ * place, unless lost too (its next LOST says so).
+ */
+static bool send_was_placed(const struct mbcf_msg *m, u32 i, u32 d, u32 psn,
+			    u32 seen, const u64 *map)
+{
+	if (d < MBCF_EARLY_SPAN && mbcf_seq_le(psn, seen))
+		return map[d / 64] >> (d % 64) & 1;
+	return send_placed_early(m, i, d);
+}
+
 /* Build frame i of m from its descriptor and hand it to the environment. */
 static int send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
 		      u8 flags)
@@ -527,21 +540,13 @@ static void send_fault(struct mbcf_conn *c, const struct mbcf_msg *m, u32 psn)
 static bool send_sel_skip(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i)
 {
 	s32 d = mbcf_seq_diff(c->snd_nxt, c->sel_base);
-	bool placed;
 
 	if (!mbcf_seq_lt(c->snd_nxt, c->sel_end)) {
 		c->sel_skip = false;
 		return false;
 	}
-	if (d <= 0)
-		return false;
-	/* up to the frame that found the gap the peer said what it placed;
-	 * after it, what it could place, unless lost too (the next LOST) */
-	if (d < MBCF_EARLY_SPAN && mbcf_seq_le(c->snd_nxt, c->sel_seen))
-		placed = c->sel_placed[d / 64] >> (d % 64) & 1;
-	else
-		placed = send_placed_early(m, i, (u32)d);
-	if (!placed)
+	if (d <= 0 || !send_was_placed(m, i, (u32)d, c->snd_nxt, c->sel_seen,
+				       c->sel_placed))
 		return false;
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
 	c->sel_bonus++;
@@ -1041,37 +1046,39 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
  */
 /* Was the frame after the lost one at psn placed early (7.2)? */
 static bool send_next_placed(struct mbcf_conn *c, u32 psn, u32 was_nxt,
-			     u32 seen, const u8 *placed)
+			     u32 seen, const u64 *map)
 {
 	u32 next = mbcf_seq_add(psn, 1);
 	const struct mbcf_msg *m;
 
 	if (!mbcf_seq_lt(next, was_nxt))
 		return false;
-	if (mbcf_seq_le(next, seen))
-		return placed && (placed[0] & 2);
 	m = send_find(c, next);
-	return m && send_placed_early(m, (u32)mbcf_seq_diff(next, m->first_psn), 1);
+	return m && send_was_placed(m, (u32)mbcf_seq_diff(next, m->first_psn),
+				    1, next, seen, map);
 }
 
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		    const u8 *placed)
 {
 	u32 was_nxt = c->snd_nxt;
+	u64 map[MBCF_EARLY_SPAN / 64];
 
+	/* the peer's map, read once from the frame */
+	mbcf_early_map_in(placed, map);
 	/* any LOST of the gap being repaired says more of what the peer
 	 * placed: facts, whatever the round */
 	if (c->sel_skip && psn == c->sel_base && psn == c->snd_una &&
 	    mbcf_seq_lt(c->sel_seen, seen)) {
 		c->sel_seen = seen;
-		mbcf_early_map_in(placed, c->sel_placed);
+		memcpy(c->sel_placed, map, sizeof(map));
 	}
 	if (psn != c->snd_una || psn == c->snd_max || c->stopped ||
 	    epoch != c->tx_epoch)
 		return;
 	/* a loss repaired by resending little is no reason to send less
 	 * (4.3): only one that costs a go-back cuts the window */
-	if (!send_next_placed(c, psn, was_nxt, seen, placed))
+	if (!send_next_placed(c, psn, was_nxt, seen, map))
 		send_wnd_cut(c, psn, false);
 	send_goback(c, psn);
 	/* selective repeat (7.2): what went out before is resent only if the
@@ -1082,7 +1089,7 @@ void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		c->sel_base = psn;
 		c->sel_end = was_nxt;
 		c->sel_seen = seen;
-		mbcf_early_map_in(placed, c->sel_placed);
+		memcpy(c->sel_placed, map, sizeof(map));
 	}
 }
 
