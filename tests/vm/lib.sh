@@ -21,8 +21,11 @@ VM_IP1=192.0.2.11
 
 # Kernel log lines that fail a test (extended regex).  kmemleak: its leak
 # reports and the lines saying it stopped looking, not the debug kernel's
-# "Kernel memory leak detector initialized" at boot.
-VM_DMESG_BAD_RE='\bBUG\b|WARNING:|Oops|refcount_t|possible recursive locking|circular locking dependency|inconsistent lock state|general protection fault|Call Trace|kmemleak: ([0-9]+ new suspected|Cannot|Memory pool empty|Kernel memory leak detector disabled)|unreferenced object|soft lockup|hung task|blocked for more than|KASAN|UBSAN|Kernel panic|rcu.*detected stall'
+# "Kernel memory leak detector initialized" at boot.  The kernel's own
+# general protection fault ("general protection fault: 0000 [#1]" or ", probably
+# for non-canonical address"), not a user program's ("traps: prog[pid]
+# general protection fault ip:..."), which its exit status reports.
+VM_DMESG_BAD_RE='\bBUG\b|WARNING:|Oops|refcount_t|possible recursive locking|circular locking dependency|inconsistent lock state|general protection fault[,:]|Call Trace|kmemleak: ([0-9]+ new suspected|Cannot|Memory pool empty|Kernel memory leak detector disabled)|unreferenced object|soft lockup|hung task|blocked for more than|KASAN|UBSAN|Kernel panic|rcu.*detected stall'
 
 vm_log() {
 	echo "mbcf-vm: $*"
