@@ -203,6 +203,13 @@ static void conn_settle(struct mbcf_conn *c, u64 now)
 		mbcf_recv_nak_now(c);
 	if (c->state == MBCF_CONN_RTS) {
 		mbcf_send_push(c, now);
+		/*
+		 * A late ACK waits for our answer; when our own frames wait
+		 * for the window instead, the peer may be waiting for this
+		 * ACK to open its own (both streaming): send it now.
+		 */
+		if (c->ack_lazy_at && c->pp_rx_at && !mbcf_send_idle(c))
+			c->ack_due = true;
 		if (c->ack_due && !c->ack_hold && !c->cfg.uc)
 			mbcf_send_control(c, MBCF_OP_ACK, 0);
 	}
@@ -303,6 +310,11 @@ void mbcf_conn_timeout(struct mbcf_conn *c, u64 now)
 	if (c->ack_lazy_at && now >= c->ack_lazy_at) {
 		c->ack_lazy_at = 0;
 		c->ack_due = true;
+	}
+	/* a message that asked went unanswered: no ping-pong (6.2) */
+	if (c->pp_rx_at && now - c->pp_rx_at >= MBCF_ACK_LAZY_NS) {
+		c->pp_rx_at = 0;
+		c->pp_streak = 0;
 	}
 	if (c->state == MBCF_CONN_RTS)
 		mbcf_send_timeout(c, now);

@@ -305,6 +305,33 @@ static void recv_unexpected(struct mbcf_conn *c, const struct mbcf_frame *f)
 	}
 }
 
+/*
+ * docs/protocol.md 6.2, a ping-pong: the last frame of a write or send
+ * asked for its acknowledgement, and the messages before it that asked
+ * were answered -- a frame of ours left within MBCF_ACK_LAZY_NS, carrying
+ * ack_psn -- MBCF_PP_STREAK times in a row.  The application will answer
+ * this one too: owe the ACK late, its answer pays it (no ACK frame each
+ * way).  A message left unanswered that long ends the streak: a one-way
+ * stream is acknowledged at once again after at most one late ACK.
+ */
+static bool recv_ack_lazy(struct mbcf_conn *c, const struct mbcf_frame *f,
+			  u64 now)
+{
+	if (!(f->flags & MBCF_F_LAST) ||
+	    (f->op != MBCF_OP_WRITE && f->op != MBCF_OP_WRITE_IMM &&
+	     f->op != MBCF_OP_SEND && f->op != MBCF_OP_SEND_IMM &&
+	     f->op != MBCF_OP_SEND_INV))
+		return false;
+	if (c->pp_rx_at && now - c->pp_rx_at >= MBCF_ACK_LAZY_NS)
+		c->pp_streak = 0;
+	c->pp_rx_at = now;
+	if (c->pp_streak < MBCF_PP_STREAK)
+		return false;
+	if (!c->ack_lazy_at)
+		c->ack_lazy_at = now + MBCF_ACK_LAZY_NS;
+	return true;
+}
+
 static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f,
 			u64 now)
 {
@@ -316,9 +343,10 @@ static void recv_accept(struct mbcf_conn *c, const struct mbcf_frame *f,
 	c->dup_acked = false;
 	c->ctr.rx_accepted++;
 	c->ctr.rx_bytes += f->paylen;
-	if ((f->flags & MBCF_F_ACKREQ) && !c->cfg.uc)
-		c->ack_due = true;
-	else if (!c->ack_lazy_at && (f->op == MBCF_OP_ATOMIC_RESP ||
+	if ((f->flags & MBCF_F_ACKREQ) && !c->cfg.uc) {
+		if (!recv_ack_lazy(c, f, now))
+			c->ack_due = true;
+	} else if (!c->ack_lazy_at && (f->op == MBCF_OP_ATOMIC_RESP ||
 		 (f->op == MBCF_OP_READ_RESP && (f->flags & MBCF_F_LAST))))
 		/* a response unasked: our next frame acknowledges it, or
 		 * an ACK does when none left a while later (6.2) */

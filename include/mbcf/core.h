@@ -341,8 +341,13 @@ struct mbcf_conn {
 	u32 early_n;		/* bits set in rx_early */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
 	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
-	u64 ack_lazy_at;	/* responses accepted unasked: an ACK is owed
+	u64 ack_lazy_at;	/* responses accepted unasked, or a request
+				 * the application answers: an ACK is owed
 				 * then, if no frame carried ack_psn (6.2) */
+	u64 pp_rx_at;		/* a message that asked was accepted then and
+				 * no frame of ours has left since (6.2) */
+	u8 pp_streak;		/* such messages answered in a row, at most
+				 * MBCF_PP_STREAK: a ping-pong */
 	u8 rx_msg;		/* segmented message in progress: 0 or opcode */
 	bool rx_claimed;	/* a receive is claimed for rx_msg */
 	u64 rx_cookie;
@@ -610,6 +615,12 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_TLP_MIN_NS		100000ull
 /* Responses accepted unasked are acknowledged this long after (6.2). */
 #define MBCF_ACK_LAZY_NS	(MBCF_TLP_MIN_NS / 4)
+/*
+ * A ping-pong (6.2): after this many messages in a row that asked for an
+ * acknowledgement and were answered by a frame of ours within
+ * MBCF_ACK_LAZY_NS, the next one is acknowledged late, by the answer.
+ */
+#define MBCF_PP_STREAK		2
 #define MBCF_MTU_MIN		512
 #define MBCF_MSG_MAX		(1u << 31)	/* largest message, bytes */
 
