@@ -312,7 +312,7 @@ void mbcf_conn_timeout(struct mbcf_conn *c, u64 now)
 		c->ack_due = true;
 	}
 	/* a message that asked went unanswered: no ping-pong (6.2) */
-	if (c->pp_rx_at && now - c->pp_rx_at >= MBCF_ACK_LAZY_NS) {
+	if (mbcf_pp_unanswered(c, now)) {
 		c->pp_rx_at = 0;
 		c->pp_streak = 0;
 	}

@@ -73,6 +73,15 @@ static inline bool mbcf_send_waiting(const struct mbcf_conn *c)
 	return c->snd_una != c->snd_max || c->rd_out;
 }
 
+/*
+ * The last message that asked for its acknowledgement (6.2, pp_rx_at) has
+ * gone unanswered for MBCF_ACK_LAZY_NS: whatever this is, no ping-pong.
+ */
+static inline bool mbcf_pp_unanswered(const struct mbcf_conn *c, u64 now)
+{
+	return c->pp_rx_at && now - c->pp_rx_at >= MBCF_ACK_LAZY_NS;
+}
+
 /* early.c: frames placed ahead of a gap (docs/protocol.md 5.1) */
 bool mbcf_early_has(const struct mbcf_conn *c, u32 d);
 bool mbcf_early_place(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d);

@@ -322,7 +322,7 @@ static bool recv_ack_lazy(struct mbcf_conn *c, const struct mbcf_frame *f,
 	     f->op != MBCF_OP_SEND && f->op != MBCF_OP_SEND_IMM &&
 	     f->op != MBCF_OP_SEND_INV))
 		return false;
-	if (c->pp_rx_at && now - c->pp_rx_at >= MBCF_ACK_LAZY_NS)
+	if (mbcf_pp_unanswered(c, now))
 		c->pp_streak = 0;
 	c->pp_rx_at = now;
 	if (c->pp_streak < MBCF_PP_STREAK)

@@ -615,7 +615,7 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	c->tail_lazy = !fl && send_is_resp(m);
 	/* an answer to a message that asked (6.2): the ping-pong goes on */
 	if (c->pp_rx_at) {
-		if (now - c->pp_rx_at < MBCF_ACK_LAZY_NS &&
+		if (!mbcf_pp_unanswered(c, now) &&
 		    c->pp_streak < MBCF_PP_STREAK)
 			c->pp_streak++;
 		c->pp_rx_at = 0;
