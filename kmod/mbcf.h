@@ -475,6 +475,7 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
 int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 		      u32 hdr_len);
 void mbcf_net_zc_copied(struct mbcf_dev *dev);
+void mbcf_net_heads_free(void);
 
 /* mr.c */
 struct mbcf_sge;
