@@ -388,7 +388,7 @@ void mbcf_net_heads_free(void)
  * would kmalloc heads below 1 KiB, and headers-only frames (ACKs,
  * zero-copy data) are smaller.
  */
-static struct sk_buff *mbcf_net_alloc_head(u32 len)
+static struct sk_buff *mbcf_net_alloc_head(struct mbcf_dev *dev, u32 len)
 {
 	u32 size = SKB_DATA_ALIGN(len + NET_SKB_PAD) +
 		   SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
@@ -397,7 +397,11 @@ static struct sk_buff *mbcf_net_alloc_head(u32 len)
 
 	if (size > PAGE_SIZE)
 		return alloc_skb(len, GFP_ATOMIC);
-	data = mbcf_net_head_frag(size) ?: netdev_alloc_frag(size);
+	data = mbcf_net_head_frag(size);
+	if (!data) {
+		this_cpu_inc(dev->rx_ctr->tx_head_miss);
+		data = netdev_alloc_frag(size);
+	}
 	if (!data)
 		return NULL;
 	skb = build_skb(data, size);
@@ -417,7 +421,7 @@ static struct sk_buff *mbcf_net_alloc(struct mbcf_dev *dev, const u8 *dmac,
 	struct sk_buff *skb;
 	struct ethhdr *eth;
 
-	skb = mbcf_net_alloc_head(LL_RESERVED_SPACE(ndev) + ETH_HLEN + hdr_len +
+	skb = mbcf_net_alloc_head(dev, LL_RESERVED_SPACE(ndev) + ETH_HLEN + hdr_len +
 				  room + ndev->needed_tailroom);
 	if (!skb)
 		return NULL;

@@ -9,7 +9,10 @@
  * dropped before a connection is known (the parser's verdicts).
  * tx_zc_frames/tx_zc_copied are the kernel's alone (kmod/net.c): frames
  * sent with the payload as page fragments, and how many of them the stack
- * copied (a packet tap; a veth peer without our rx_handler).
+ * copied (a packet tap; a veth peer without our rx_handler); tx_head_miss,
+ * frame heads the stack's page-fragment cache gave because every page the
+ * CPU keeps for heads still held a live frame (kmod/net.c: each a piece
+ * of a freshly zeroed page; in a healthy stream few or none).
  *
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
@@ -31,6 +34,7 @@
 	X(tx_busy,		"tx_busy")				\
 	X(tx_zc_frames,		"tx_zerocopy_frames")			\
 	X(tx_zc_copied,		"tx_zerocopy_copied")			\
+	X(tx_head_miss,		"tx_head_pool_miss")			\
 	X(tx_oversize,		"tx_ud_oversize")			\
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
