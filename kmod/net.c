@@ -319,6 +319,7 @@ struct mbcf_net_heads {
 	u32 n;		/* pages allocated */
 	u32 cur;	/* the page being carved */
 	u32 off;	/* its next free byte */
+	u32 skip;	/* heads to leave to the fragment cache unscanned */
 };
 
 static DEFINE_PER_CPU(struct mbcf_net_heads, mbcf_net_heads);
@@ -337,8 +338,12 @@ static bool mbcf_net_heads_next(struct mbcf_net_heads *h)
 			return true;
 		}
 	}
-	if (h->n == MBCF_NET_HEAD_PAGES)
+	if (h->n == MBCF_NET_HEAD_PAGES) {
+		/* all busy (a packet tap holding clones): do not scan them
+		 * again for every head, only after a page's worth */
+		h->skip = PAGE_SIZE / 512;
 		return false;
+	}
 	/* not from the emergency reserves: an skb whose head is such a page
 	 * is dropped by the receive path for any protocol but IP's */
 	p = alloc_page(GFP_ATOMIC | __GFP_NOWARN | __GFP_NOMEMALLOC);
@@ -359,8 +364,15 @@ static void *mbcf_net_head_frag(u32 size)
 
 	local_bh_disable();
 	h = this_cpu_ptr(&mbcf_net_heads);
-	if ((h->n && h->off + size <= PAGE_SIZE) || mbcf_net_heads_next(h)) {
+	if (h->n && h->off + size <= PAGE_SIZE) {
 		p = h->page[h->cur];
+	} else if (h->skip) {
+		h->skip--;
+		p = NULL;
+	} else {
+		p = mbcf_net_heads_next(h) ? h->page[h->cur] : NULL;
+	}
+	if (p) {
 		page_ref_inc(p);
 		data = page_address(p) + h->off;
 		h->off += size;
