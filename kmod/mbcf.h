@@ -310,6 +310,12 @@ struct mbcf_qp {
 	struct sk_buff_head txq;
 	bool tx_owner;
 	struct work_struct tx_work;
+	/*
+	 * The CPU whose transmit queue (XPS) all of this QP's frames take,
+	 * whichever CPU sends them: the one that created the QP (net.c,
+	 * mbcf_net_flow).
+	 */
+	u32 tx_cpu;
 
 	/*
 	 * Pacing: the rate modify_qp set (kbit/s, 0 = unpaced; the clock

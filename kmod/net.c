@@ -464,10 +464,22 @@ static const u8 *mbcf_net_dmac(const struct mbcf_qp *qp)
  * flow).  RPS steers by it (on a veth, a dissection per frame on the
  * sending CPU, the busy one), and so does a multi-queue NIC's queue choice
  * when no XPS map is set: one queue per QP, QPs spread over the queues.
+ *
+ * With an XPS map the stack picks the queue of the CPU that sends, and a
+ * QP sends from several: the poster's doorbell, the receive softirq that
+ * took an ACK (on another CPU under RSS or RPS), tx_work.  Frames a
+ * moment apart on two hardware queues leave in whichever order the NIC
+ * serves its queues, and the receiver sees a gap (go-back-N resends the
+ * window).  So every frame of a QP names one CPU, the QP's, as its sender
+ * for XPS: one queue, the order kept (TCP keeps a socket on one queue
+ * while it has data in flight for the same reason).
  */
 static void mbcf_net_flow(const struct mbcf_qp *qp, struct sk_buff *skb)
 {
 	__skb_set_sw_hash(skb, hash_32(qp->ibqp.qp_num, 32) | 1, true);
+#ifdef CONFIG_XPS
+	skb->sender_cpu = qp->tx_cpu + 1;
+#endif
 }
 
 /*

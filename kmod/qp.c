@@ -552,6 +552,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->klock);
 	skb_queue_head_init(&qp->txq);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
+	qp->tx_cpu = raw_smp_processor_id();
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	mbcf_qp_default_attrs(qp);

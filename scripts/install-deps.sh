@@ -22,6 +22,8 @@ pkgs=(
 	# rdma user space
 	rdma-core ibverbs-utils libibverbs-dev ibverbs-providers perftest
 	rdmacm-utils iproute2 python3-pyverbs
+	# multi-queue veth with NAPI for the ordering test (tests/vm/multiqueue.sh)
+	ethtool
 	# verbs software the guest tests run unmodified (issue 9): qperf,
 	# UCX, Open MPI over UCX, libfabric's verbs provider
 	qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
