@@ -385,3 +385,16 @@ u32 mbcf_conn_outstanding(const struct mbcf_conn *c)
 {
 	return c->req.tail - c->req.head;
 }
+
+bool mbcf_conn_progress_due(const struct mbcf_conn *c)
+{
+	if (c->req.tail == c->req.head)
+		return false;
+	/* a frame that asked is unacknowledged: its ACK (or a probe) comes */
+	if (mbcf_seq_lt(c->snd_una, c->ackreq_next))
+		return true;
+	/* responses due, requests waiting for the window (whose frames
+	 * asked: 6.1 rule 2), for GO, or for the transmit queue */
+	return c->state != MBCF_CONN_RTS || c->rd_out || c->stopped ||
+	       c->tx_busy || c->req.next != c->req.tail || c->cur;
+}

@@ -13,6 +13,7 @@
 #define MBCF_MSG_ACKED		0x08	/* every frame acknowledged */
 #define MBCF_MSG_FENCE		0x10	/* wait for earlier reads/atomics */
 #define MBCF_MSG_FENCE_ALL	0x20	/* wait for every earlier request */
+#define MBCF_MSG_QUIET		0x40	/* a WRITE/SEND no one waits for */
 
 /* mbcf_recv handler verdicts besides enum mbcf_status (> 0 = NAK). */
 #define MBCF_RX_ACCEPT		0

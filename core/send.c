@@ -56,7 +56,8 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 	    !local)
 		return MBCF_POST_INVAL;
 	if (wr->op == MBCF_OP_READ_RESP || wr->len > MBCF_MSG_MAX ||
-	    (wr->flags & ~(MBCF_F_SOLICITED | MBCF_WR_FENCE | MBCF_WR_FENCE_ALL)))
+	    (wr->flags & ~(MBCF_F_SOLICITED | MBCF_WR_FENCE | MBCF_WR_FENCE_ALL |
+			   MBCF_WR_QUIET)))
 		return MBCF_POST_INVAL;
 	/* an unreliable connection carries no responses (verbs UC) */
 	if (c->cfg.uc && mbcf_op_is_rd(wr->op))
@@ -83,6 +84,9 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 		m->flags |= MBCF_MSG_FENCE;
 	if (wr->flags & MBCF_WR_FENCE_ALL)
 		m->flags |= MBCF_MSG_FENCE_ALL;
+	/* reads and atomics complete by their responses: never quiet */
+	if ((wr->flags & MBCF_WR_QUIET) && send_has_data(wr->op))
+		m->flags |= MBCF_MSG_QUIET;
 	c->req.tail++;
 	return MBCF_POST_OK;
 }
@@ -258,6 +262,26 @@ static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
 }
 
 /*
+ * Rule 3 for a burst of quiet messages (MBCF_WR_QUIET, verbs unsignaled):
+ * no one waits for their completions, so their acknowledgement may come
+ * with the next frame that asks, or with any frame of the peer's (every
+ * frame carries ack_psn).  The ACK at the end of each burst had cost a
+ * frame each way per burst: UCX posts its fragments one by one,
+ * unsignaled, and each became a burst that asked.  Still asked while a
+ * message someone waits for is unacknowledged, and on the same terms as
+ * for responses (send_lazy_end); a quiet tail nothing follows is asked
+ * for by the tail probe (7.6).
+ */
+static bool send_quiet_end(struct mbcf_conn *c, const struct mbcf_msg *m)
+{
+	if (c->loud_unacked && mbcf_seq_lt(c->loud_end, c->snd_una))
+		c->loud_unacked = false;
+	return (m->flags & MBCF_MSG_QUIET) && !c->loud_unacked &&
+	       !c->nak_drain &&
+	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
+}
+
+/*
  * psns that may be unacknowledged now: the window, and, while a gap is
  * repaired selectively, the frames skipped as placed early (delivered,
  * though the cumulative ack cannot say so yet), as far as the peer can
@@ -316,7 +340,8 @@ static u8 send_ackreq(struct mbcf_conn *c, const struct mbcf_msg *m,
 	    (s64)(mbcf_pace_peek(&c->pace, bytes, now) - c->ackreq_at) >=
 	    (s64)(c->rto_cur / 4))
 		return MBCF_F_ACKREQ;
-	return send_more_after(c) || send_lazy_end(c, m) ? 0 : MBCF_F_ACKREQ;
+	return send_more_after(c) || send_lazy_end(c, m) ||
+	       send_quiet_end(c, m) ? 0 : MBCF_F_ACKREQ;
 }
 
 /* Bytes frame i of m occupies on the wire (what pacing counts). */
@@ -595,6 +620,13 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	}
 	mbcf_pace_sent(&c->pace, bytes, now);
 	c->ctr.tx_frames++;
+	if (!(m->flags & MBCF_MSG_QUIET) && !send_is_resp(m)) {
+		u32 end = mbcf_seq_add(m->first_psn, m->nframes - 1);
+
+		if (!c->loud_unacked || mbcf_seq_lt(c->loud_end, end))
+			c->loud_end = end;
+		c->loud_unacked = true;
+	}
 	if (m->seg)
 		c->ctr.tx_bytes += i + 1 == m->nframes ?
 				   m->len - i * m->seg : m->seg;
@@ -612,7 +644,7 @@ static bool send_one(struct mbcf_conn *c, u64 now)
 	} else {
 		c->since_ackreq++;
 	}
-	c->tail_lazy = !fl && send_is_resp(m);
+	c->tail_lazy = !fl && (send_is_resp(m) || (m->flags & MBCF_MSG_QUIET));
 	/* an answer to a message that asked (6.2): the ping-pong goes on */
 	if (c->pp_rx_at) {
 		if (!mbcf_pp_unanswered(c, now) &&

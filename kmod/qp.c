@@ -98,13 +98,14 @@ static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 		mbcf_conn_kick(&qp->conn, now);
 		/*
 		 * Local requests and UC messages can all complete within the
-		 * kick, and then no ACK or timer comes to pull the ring again:
-		 * pull now, so an empty ring is marked idle (the next post
-		 * rings the doorbell); requests posted meanwhile are kicked
-		 * from process context.
+		 * kick, and a burst of quiet (unsignaled) messages asks for no
+		 * acknowledgement: then no ACK comes soon to pull the ring
+		 * again.  Pull now, so an empty ring is marked idle (the next
+		 * post rings the doorbell); requests posted meanwhile are
+		 * kicked from process context.
 		 */
 		if (!(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
-		    !mbcf_conn_outstanding(&qp->conn) &&
+		    !mbcf_conn_progress_due(&qp->conn) &&
 		    mbcf_wr_pull_sq(qp) > 0)
 			mbcf_qp_defer(qp);
 	}

@@ -369,6 +369,9 @@ static u8 mbcf_wr_parse_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 		wr->flags |= MBCF_F_SOLICITED;
 	if (h->send_flags & IB_SEND_FENCE)
 		wr->flags |= MBCF_WR_FENCE;
+	/* no one waits for its completion: its ACK may come late (core.h) */
+	if (!(w->flags & MBCF_WR_SIGNALED))
+		wr->flags |= MBCF_WR_QUIET;
 	return IB_WC_SUCCESS;
 }
 
@@ -465,10 +468,12 @@ static bool mbcf_wr_take_send(struct mbcf_qp *qp)
 /*
  * Hand the core what the send ring holds; returns how many requests.
  * When the ring is empty we tell the provider to ring the doorbell next
- * time, unless requests are still outstanding: then an acknowledgement or
- * the connection timer is bound to come and settle the QP again, and that
- * pulls whatever was posted meanwhile, so a streaming sender costs no
- * system call per request.  Bounded by the ring: a request's slot stays
+ * time, unless an acknowledgement (or a response, GO) is bound to come
+ * soon and settle the QP again: that pulls whatever was posted meanwhile,
+ * so a streaming sender costs no system call per request.  Quiet
+ * (unsignaled) messages at the end of a burst ask for no acknowledgement
+ * (docs/protocol.md 6.1 rule 3), and theirs comes late: a post after them
+ * rings the doorbell, else it would wait for that late ACK.  Bounded by the ring: a request's slot stays
  * taken until it completes, which cannot happen while we hold the lock.
  */
 int mbcf_wr_pull_sq(struct mbcf_qp *qp)
@@ -481,7 +486,7 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp)
 		if (mbcf_wr_avail(qp, q, &n))
 			return queued;
 		if (!n) {
-			if (mbcf_conn_outstanding(&qp->conn) ||
+			if (mbcf_conn_progress_due(&qp->conn) ||
 			    mbcf_ring_consumer_idle(&q->ring))
 				return queued;
 			continue;

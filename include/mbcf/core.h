@@ -68,6 +68,14 @@ struct mbcf_payload {
 /* ... and before every earlier request completed (a local invalidate:
  * IBA 10.6.5.1, the local invalidate fence). */
 #define MBCF_WR_FENCE_ALL	0x40
+/*
+ * ... no one waits for its completion (verbs: unsignaled): a WRITE or SEND
+ * that ends a burst asks for no acknowledgement of its own (docs/
+ * protocol.md 6.1 rule 3): the next frame that asks, or any of the peer's,
+ * acknowledges it, and if none comes the tail probe asks (7.6).  An error
+ * completes it all the same.
+ */
+#define MBCF_WR_QUIET		0x20
 
 /*
  * mbcf_wr.op of a request carried out locally, with no frame: a memory
@@ -83,7 +91,8 @@ struct mbcf_wr {
 	u64 cookie;		/* opaque to the core (the kernel's wqe) */
 	u8 op;			/* WRITE, WRITE_IMM, READ_REQ, CMP_SWAP, FETCH_ADD,
 				 * SEND, SEND_IMM, SEND_INV, MBCF_OP_LOCAL */
-	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE(_ALL) */
+	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE(_ALL),
+				 * MBCF_WR_QUIET */
 	u32 len;		/* data bytes (8 for atomics, ignored) */
 	u64 raddr;		/* remote va: WRITE*, READ_REQ, atomics */
 	u32 rkey;
@@ -282,6 +291,9 @@ struct mbcf_conn {
 	bool wnd_cut_valid;
 	u32 since_ackreq;	/* frames since the last ACKREQ flag */
 	u32 ackreq_next;	/* psn after the newest frame sent with ACKREQ */
+	u32 loud_end;		/* last psn of the newest message sent that
+				 * someone waits for (not MBCF_WR_QUIET) */
+	bool loud_unacked;	/* ... and it is not acknowledged yet */
 	u32 rd_out;		/* started reads/atomics not yet completed */
 	u16 tx_epoch;		/* go-back round: +1 at every go-back, on
 				 * every sequenced frame sent (4.5) */
@@ -321,9 +333,10 @@ struct mbcf_conn {
 	struct mbcf_pace pace;	/* our stream's rate (mbcf_conn_set_rate) */
 	bool pace_wait;		/* the last push stopped for the clock */
 	u64 ackreq_at;		/* when the last ACKREQ frame left (paced) */
-	bool tail_lazy;		/* the last frame sent was a response that
-				 * asked for nothing: the peer may
-				 * acknowledge it late (6.1 rule 3, 6.2) */
+	bool tail_lazy;		/* the last frame sent was a response or a
+				 * quiet message that asked for nothing: the
+				 * peer may acknowledge it late (6.1 rule 3,
+				 * 6.2), or answer it: probe a slack later */
 
 	/* receiver: the peer's stream (section 5) */
 	u32 rcv_nxt;		/* next psn we accept */
@@ -604,6 +617,14 @@ u32 mbcf_linger_answer(struct mbcf_linger *l, const struct mbcf_frame *f,
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu);
 /* Work requests posted and not yet completed. */
 u32 mbcf_conn_outstanding(const struct mbcf_conn *c);
+/*
+ * Requests are outstanding and something is bound to call into the
+ * connection again soon without a post (an acknowledgement asked for, a
+ * response, GO, a transmit kick): the environment may take later posts
+ * from its ring then.  False when only quiet messages wait for a late
+ * acknowledgement (docs/protocol.md 6.1 rule 3): a post must wake it.
+ */
+bool mbcf_conn_progress_due(const struct mbcf_conn *c);
 /* "RESET", "RTS", "ERROR". */
 const char *mbcf_conn_state_name(u8 state);
 

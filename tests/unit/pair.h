@@ -44,6 +44,7 @@ protected:
 	}
 
 	bool defer = false;	// enqueue only; the test kicks
+	uint8_t wr_flags = 0;	// mbcf_wr.flags of what post() posts
 
 	uint64_t post(Env &e, uint8_t op, uint32_t len, uint64_t raddr = kBase,
 		      uint32_t rkey = kRkey, uint8_t fill = 0xab)
@@ -54,11 +55,19 @@ protected:
 		w.swap_add = 5;
 		w.compare = 0;
 		w.imm = 0x1234;
+		w.flags = wr_flags;
 		if (defer)
 			EXPECT_EQ(mbcf_conn_enqueue(&e.conn, &w), 0);
 		else
 			EXPECT_EQ(mbcf_conn_post(&e.conn, &w, now), 0);
 		return w.cookie;
+	}
+
+	// A receive of cap bytes posted at e.
+	void post_recv(Env &e, uint32_t cap)
+	{
+		e.recvs.push_back({next_cookie++, cap});
+		mbcf_conn_recv_posted(&e.conn, now);
 	}
 
 	mbcf_frame frame(Env &e, size_t i)

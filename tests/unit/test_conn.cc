@@ -1359,7 +1359,7 @@ TEST_F(Pair, PostRejectsBadRequests)
 	w.len = MBCF_MSG_MAX + 1;
 	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
 	w.len = 1;
-	w.flags = 0x20;
+	w.flags = 0x10;	// no such flag
 	EXPECT_EQ(mbcf_conn_post(&a.conn, &w, now), MBCF_POST_INVAL);
 	w.flags = 0;
 	a.local[1] = std::vector<uint8_t>(1);

@@ -39,12 +39,6 @@ protected:
 		}
 		pump(a, b, now);	// a's last answer, ack_psn only
 	}
-
-	void post_recv(Env &e, uint32_t cap)
-	{
-		e.recvs.push_back({next_cookie++, cap});
-		mbcf_conn_recv_posted(&e.conn, now);
-	}
 };
 
 TEST_F(PingPongAck, WritesAcknowledgeEachOtherWithoutAckFrames)
