@@ -268,16 +268,17 @@ static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
  * frame carries ack_psn).  The ACK at the end of each burst had cost a
  * frame each way per burst: UCX posts its fragments one by one,
  * unsignaled, and each became a burst that asked.  Still asked while a
- * message someone waits for is unacknowledged, and on the same terms as
- * for responses (send_lazy_end); a quiet tail nothing follows is asked
- * for by the tail probe (7.6).
+ * message someone waits for is unacknowledged, on the same terms as for
+ * responses (send_lazy_end), and while we recover from a loss (a resend,
+ * or a timeout since the last progress): the ACK moves the recovery on.
+ * A quiet tail nothing follows is asked for by the tail probe (7.6).
  */
 static bool send_quiet_end(struct mbcf_conn *c, const struct mbcf_msg *m)
 {
 	if (c->loud_unacked && mbcf_seq_lt(c->loud_end, c->snd_una))
 		c->loud_unacked = false;
 	return (m->flags & MBCF_MSG_QUIET) && !c->loud_unacked &&
-	       !c->nak_drain &&
+	       c->snd_nxt == c->snd_max && !c->rto_backoff && !c->nak_drain &&
 	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
 }
 

@@ -63,6 +63,26 @@ protected:
 		return w.cookie;
 	}
 
+	// One write each way, a quarter ms each way, so that both ends have
+	// measured a round trip (srtt 0.5 ms); then the completions and
+	// counters are cleared.
+	void measure_rtt()
+	{
+		for (Env *e : {&a, &b}) {
+			Env &o = e == &a ? b : a;
+			post(*e, MBCF_OP_WRITE, 8);
+			now += kMs / 4;
+			pump(*e, o, now);
+			now += kMs / 4;
+			pump(o, *e, now);
+			EXPECT_EQ(e->conn.srtt, kMs / 2);
+		}
+		a.cqes.clear();
+		b.cqes.clear();
+		a.conn.ctr = mbcf_counters{};
+		b.conn.ctr = mbcf_counters{};
+	}
+
 	// A receive of cap bytes posted at e.
 	void post_recv(Env &e, uint32_t cap)
 	{

@@ -28,20 +28,7 @@ protected:
 		ca.rto_ns = cb.rto_ns = rto;
 		ca.timer_slack_ns = cb.timer_slack_ns = kSlack;
 		setup(ca, cb);
-		// one write each way, 0.25 ms each way: srtt 0.5 ms at both
-		for (Env *e : {&a, &b}) {
-			Env &o = e == &a ? b : a;
-			post(*e, MBCF_OP_WRITE, 8);
-			now += kMs / 4;
-			pump(*e, o, now);
-			now += kMs / 4;
-			pump(o, *e, now);
-			EXPECT_EQ(e->conn.srtt, kMs / 2);
-		}
-		a.cqes.clear();
-		b.cqes.clear();
-		a.conn.ctr = mbcf_counters{};
-		b.conn.ctr = mbcf_counters{};
+		measure_rtt();
 	}
 
 	// A posts a read of len bytes; it reaches B, B's response reaches A.

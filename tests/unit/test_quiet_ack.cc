@@ -26,21 +26,7 @@ protected:
 		ca.window = cb.window = 64;	// rule 1: ask every 32 frames
 		ca.timer_slack_ns = cb.timer_slack_ns = kSlack;
 		setup(ca, cb);
-		// one (loud) write each way: srtt 0.5 ms at both ends
-		for (Env *e : {&a, &b}) {
-			Env &o = e == &a ? b : a;
-			post(*e, MBCF_OP_WRITE, 8);
-			now += kMs / 4;
-			pump(*e, o, now);
-			now += kMs / 4;
-			pump(o, *e, now);
-			ASSERT_EQ(e->conn.srtt, kMs / 2);
-		}
-		a.cqes.clear();
-		b.cqes.clear();
-		b.rcqes.clear();
-		a.conn.ctr = mbcf_counters{};
-		b.conn.ctr = mbcf_counters{};
+		measure_rtt();		// signaled writes
 		wr_flags = MBCF_WR_QUIET;
 		for (int i = 0; i < 8; i++)
 			post_recv(b, 8192);
@@ -192,6 +178,33 @@ TEST_F(QuietAck, AQuietTailIsProbed)
 	EXPECT_EQ(a.conn.snd_una, a.conn.snd_max);
 	EXPECT_EQ(a.conn.ctr.tail_probes, 1u);
 	EXPECT_EQ(a.timer_at, 0u);
+}
+
+// A resend after a loss ends asking, quiet or not: its ACK moves the
+// recovery on at once (no wait for a probe or the retransmission timeout).
+TEST_F(QuietAck, AResendAsks)
+{
+	defer = true;
+	for (int i = 0; i < 3; i++)
+		post(a, MBCF_OP_WRITE, 8);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 3u);
+	EXPECT_EQ(asked(a), 0u);
+	a.out.erase(a.out.begin());	// the first is lost
+	now += kMs / 4;
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).op, MBCF_OP_LOST);
+	now += kMs / 4;
+	pump(b, a, now);		// go back: all three again
+	ASSERT_EQ(a.out.size(), 3u);
+	EXPECT_FALSE(frame(a, 0).flags & MBCF_F_ACKREQ);
+	EXPECT_TRUE(frame(a, 2).flags & MBCF_F_ACKREQ);
+	settle(a, b, now);
+	EXPECT_EQ(a.cqes.size(), 3u);
+	EXPECT_EQ(a.conn.snd_una, a.conn.snd_max);
+	EXPECT_EQ(a.conn.ctr.tail_probes, 0u);
+	EXPECT_EQ(a.conn.ctr.timeouts, 0u);
 }
 
 // Reads and atomics complete by their responses: the flag means nothing

@@ -153,6 +153,30 @@ lazy_check() { # TOOL SIZE
 lazy_check ib_read_lat 4
 lazy_check ib_atomic_lat 8
 
+# Unsignaled writes end their bursts without asking for an ACK
+# (docs/protocol.md 6.1 rule 3), and the module then takes the next post
+# with a doorbell: had it waited for an ACK that was never asked for, each
+# signaled request (perftest signals one in 100, or one per -t) would stall
+# until the sender's tail probe (198 probes in 20000 1440 B writes, 312
+# with -t 64).  Asserted: at most 5 probes in 5000; the ACK requests are
+# shown (rule 1 alone: one per 32 frames, 156).
+quiet_check() { # ARGS...
+	local p0 q0 p1 q1
+	p0=$(dev_ctr mbcf1 tail_probes)
+	q0=$(dev_ctr mbcf1 ack_requests_tx)
+	perf ib_write_bw 1440 -n 5000 "$@"
+	p1=$(dev_ctr mbcf1 tail_probes)
+	q1=$(dev_ctr mbcf1 ack_requests_tx)
+	if [ $((p1 - p0)) -le 5 ]; then
+		echo "ok: ib_write_bw 1440 B -n 5000 $*: tail_probes +$((p1 - p0)), ack_requests_tx +$((q1 - q0))"
+	else
+		failed=$((failed + 1))
+		echo "FAIL: ib_write_bw 1440 B -n 5000 $*: tail_probes +$((p1 - p0)) (<= 5), ack_requests_tx +$((q1 - q0))"
+	fi
+}
+quiet_check
+quiet_check -t 64
+
 vm_dmesg_check || failed=$((failed + 1))
 echo "perftest: $runs runs, $failed failed"
 [ "$failed" = 0 ]
