@@ -248,17 +248,25 @@ static bool send_is_resp(const struct mbcf_msg *m)
 }
 
 /*
+ * A burst may end without asking only if its acknowledgement may come
+ * late: not while our NAK waits for acknowledgements (8.3), nor when our
+ * retransmit timeout could come before a late ACK does (a verbs timeout
+ * this short is rare: perftest's is 67 ms).
+ */
+static bool send_late_ack_ok(const struct mbcf_conn *c)
+{
+	return !c->nak_drain &&
+	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
+}
+
+/*
  * Rule 3 for a burst of responses: the requester acknowledges them
  * unasked (6.2) -- its next request carries ack_psn, and in a ping-pong
- * of reads the ACK frame per read cost ~6 us of latency.  Not while our
- * NAK waits for these acknowledgements (8.3), nor when our retransmit
- * timeout could come before that late ACK does (a verbs timeout this
- * short is rare: perftest's is 67 ms).
+ * of reads the ACK frame per read cost ~6 us of latency.
  */
 static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
 {
-	return send_is_resp(m) && !c->nak_drain &&
-	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
+	return send_is_resp(m) && send_late_ack_ok(c);
 }
 
 /*
@@ -269,7 +277,7 @@ static bool send_lazy_end(const struct mbcf_conn *c, const struct mbcf_msg *m)
  * frame each way per burst: UCX posts its fragments one by one,
  * unsignaled, and each became a burst that asked.  Still asked while a
  * message someone waits for is unacknowledged, on the same terms as for
- * responses (send_lazy_end), and while we recover from a loss (a resend,
+ * responses (send_late_ack_ok), and while we recover from a loss (a resend,
  * or a timeout since the last progress): the ACK moves the recovery on.
  * A quiet tail nothing follows is asked for by the tail probe (7.6).
  */
@@ -278,8 +286,8 @@ static bool send_quiet_end(struct mbcf_conn *c, const struct mbcf_msg *m)
 	if (c->loud_unacked && mbcf_seq_lt(c->loud_end, c->snd_una))
 		c->loud_unacked = false;
 	return (m->flags & MBCF_MSG_QUIET) && !c->loud_unacked &&
-	       c->snd_nxt == c->snd_max && !c->rto_backoff && !c->nak_drain &&
-	       c->rto_cur >= 2 * (MBCF_TLP_MIN_NS + c->cfg.timer_slack_ns);
+	       c->snd_nxt == c->snd_max && !c->rto_backoff &&
+	       send_late_ack_ok(c);
 }
 
 /*
