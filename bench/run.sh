@@ -30,9 +30,9 @@ mkdir -p "$out"
 name=results
 [ "$part" = all ] || name=$part
 log=$out/guest$([ "$part" = all ] || echo "-$part").log
-# The kernel as users run it: without the test suite's slub_debug=FZPU
-# (tests/vm/run.sh), whose allocation tracking walks the stack on every
-# slab allocation and free -- every skb, of mbcf, rxe and TCP alike.
+# The kernel as users run it: without the test suite's slub_debug=FZP
+# (tests/vm/run.sh), whose checks poison and verify every slab object on
+# allocation and free -- every skb, of mbcf, rxe and TCP alike.
 MBCF_VM_SLUB_DEBUG= "$src/tests/vm/run.sh" --build "$src/build" \
 	--timeout 5400 "$here/guest.sh" "$quick" "$reps" "$part" | tee "$log"
 grep '^BENCH,' "$log" | sed 's/^BENCH,//' >"$out/$name.csv.new"

@@ -398,7 +398,7 @@ cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 # checks make writes past an object (and use after free) fail the run there
 # too (a "BUG kmalloc-..." report).  The debug kernel has KASAN instead.
 # MBCF_VM_SLUB_DEBUG= (empty) turns it off, e.g. to compare timings.
-slub_debug=${MBCF_VM_SLUB_DEBUG-FZPU}
+slub_debug=${MBCF_VM_SLUB_DEBUG-FZP}
 if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
 	cmdline+=" slub_debug=$slub_debug"
 fi
