@@ -3,12 +3,15 @@
 # ctest: host unit tests (sanitizers), a bounded fuzz run, and the guest
 # (QEMU) end-to-end tests with the real module and real libibverbs.
 #   scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit
-# The debug-kernel lane (label "debug": the guest tests again under KASAN,
-# lockdep and kmemleak; a ~30 min kernel build on a cold cache, then each
-# test several times slower than on the stock kernel: tests/vm/README.md)
-# runs only when asked for: `scripts/test.sh -L debug`.  Without a label option of the
-# caller's (-L/-LE/--label-regex/--label-exclude) or a test regex naming
-# "debug", ctest gets -LE debug.
+# Two lanes run only when asked for: the debug-kernel lane (label "debug":
+# the guest tests again under KASAN, lockdep and kmemleak; a ~30 min kernel
+# build on a cold cache, then each test several times slower than on the
+# stock kernel: tests/vm/README.md), `scripts/test.sh -L debug`; and
+# vm.package (label "dkms": DKMS builds the module in the guest, 6-12 min
+# of compiling under TCG; pkg.dkms builds it natively in every run),
+# `scripts/test.sh -L dkms`.  Without a label option of the caller's
+# (-L/-LE/--label-regex/--label-exclude) or a test regex naming "debug" or
+# "package", ctest gets -LE '^(debug|dkms)$'.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
@@ -22,10 +25,10 @@ for a in "$@"; do
 		select_debug=1 ;;
 	esac
 	case "$prev" in
-	-R | --tests-regex) [[ $a == *debug* ]] && select_debug=1 ;;
+	-R | --tests-regex) [[ $a == *debug* || $a == *package* ]] && select_debug=1 ;;
 	esac
 	prev=$a
 done
 filter=()
-[ "$select_debug" = 1 ] || filter=(-LE debug)
+[ "$select_debug" = 1 ] || filter=(-LE '^(debug|dkms)$')
 ctest --output-on-failure "${filter[@]}" "$@"
