@@ -17,18 +17,18 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
 cd build
 
-select_debug=0
+caller_selects=0
 prev=
 for a in "$@"; do
 	case "$a" in
 	-L | -LE | --label-regex | --label-exclude | -L?* | --label-regex=* | --label-exclude=*)
-		select_debug=1 ;;
+		caller_selects=1 ;;
 	esac
 	case "$prev" in
-	-R | --tests-regex) [[ $a == *debug* || $a == *package* ]] && select_debug=1 ;;
+	-R | --tests-regex) [[ $a == *debug* || $a == *package* ]] && caller_selects=1 ;;
 	esac
 	prev=$a
 done
 filter=()
-[ "$select_debug" = 1 ] || filter=(-LE '^(debug|dkms)$')
+[ "$caller_selects" = 1 ] || filter=(-LE '^(debug|dkms)$')
 ctest --output-on-failure "${filter[@]}" "$@"
