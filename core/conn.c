@@ -164,6 +164,10 @@ static void conn_timer_update(struct mbcf_conn *c)
 	if (c->state == MBCF_CONN_RTS && !c->stopped && c->tlp_at &&
 	    (!at || c->tlp_at < at))
 		at = c->tlp_at;
+	/* the end of a hold after a refusal (7.7) */
+	if (c->state == MBCF_CONN_RTS && !c->stopped && c->hold_at &&
+	    (!at || c->hold_at < at))
+		at = c->hold_at;
 	if (c->state == MBCF_CONN_RTS && c->ack_lazy_at &&
 	    (!at || c->ack_lazy_at < at))
 		at = c->ack_lazy_at;
@@ -184,7 +188,7 @@ static bool conn_nothing_due(const struct mbcf_conn *c)
 	return c->state == MBCF_CONN_RTS && !c->ack_due && !c->ack_lazy_at &&
 	       !c->tx_unflushed &&
 	       !c->tx_busy && !c->stopped && !c->cqe_lost && !c->nak_drain &&
-	       !c->rto_at && !c->tlp_at && !c->timer_at &&
+	       !c->rto_at && !c->tlp_at && !c->hold_at && !c->timer_at &&
 	       !mbcf_send_waiting(c) && mbcf_send_idle(c);
 }
 
@@ -354,6 +358,13 @@ bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due)
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now)
 {
 	c->tx_busy = false;
+	conn_settle(c, now);
+}
+
+void mbcf_conn_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now)
+{
+	if (c->state == MBCF_CONN_RTS)
+		mbcf_send_refused(c, psn, epoch, now);
 	conn_settle(c, now);
 }
 

@@ -108,6 +108,7 @@ void mbcf_send_alive(struct mbcf_conn *c, u64 now);
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		    const u8 *placed);
 void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now);
+void mbcf_send_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now);
 void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now);
 void mbcf_send_timeout(struct mbcf_conn *c, u64 now);
 void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc);

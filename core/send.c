@@ -704,6 +704,12 @@ static mbcf_noinline void send_burst(struct mbcf_conn *c, u64 now)
 {
 	u32 sent = 0;
 
+	/* the link refused a frame: let its queue drain first (7.7) */
+	if (c->hold_at) {
+		if (now < c->hold_at)
+			return;
+		c->hold_at = 0;
+	}
 	while (c->state == MBCF_CONN_RTS && !c->stopped && !c->tx_busy &&
 	       (u32)mbcf_seq_diff(c->snd_nxt, c->snd_una) < send_wnd_open(c)) {
 		if (!send_one(c, now))
@@ -935,6 +941,7 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 		c->since_ackreq = 0;
 	c->retry_left = c->cfg.retry_cnt;
 	c->rnr_left = c->cfg.rnr_retry;
+	c->hold_ns = 0;		/* the link takes our frames again */
 	/*
 	 * Karn: after a timeout only a sample ends the backoff.  Frames that
 	 * were delayed, not lost, are acknowledged; resetting to a timeout
@@ -1181,6 +1188,51 @@ void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now)
 }
 
 /*
+ * docs/protocol.md 7.7: the link refused frame psn of round epoch after
+ * xmit had taken it (a full receive queue at the peer's end of a veth, a
+ * qdisc's limit), and nothing of our stream left after it.  Nothing behind
+ * it arrived to report the gap with a LOST, so only the timeout would:
+ * go back to it now.  Sending into the full queue at once would be refused
+ * again, so the stream holds a while -- MBCF_HOLD_MIN_NS, doubled by every
+ * refusal until progress, at most the retransmission timeout -- and the
+ * window is halved as after a timeout: a full queue is congestion, and
+ * what it says is certain.  When nothing older is in flight the deadline
+ * restarts from the end of the hold (the frame has not left: nothing to
+ * time out yet), and a hold as long as the timeout uses a retry as the
+ * timeout would have: a link that refuses everything fails the connection
+ * with RETRY_EXC_ERR after about as long as one that loses everything.
+ * Acted on only for a frame of the current round still counted as sent:
+ * an older round's was sent again by the go-back that ended it; one before
+ * snd_una has arrived (an earlier copy); UC (snd_una follows snd_nxt)
+ * never goes back.
+ */
+void mbcf_send_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now)
+{
+	u64 cap = c->rto_cur > MBCF_HOLD_MIN_NS ? c->rto_cur : MBCF_HOLD_MIN_NS;
+
+	c->ctr.tx_refused++;
+	if (epoch != c->tx_epoch || c->stopped || mbcf_seq_lt(psn, c->snd_una) ||
+	    !mbcf_seq_lt(psn, c->snd_nxt))
+		return;
+	if (c->hold_ns >= cap) {
+		if (!c->retry_left) {
+			c->ctr.retry_exceeded++;
+			mbcf_conn_enter_error(c, true, psn, MBCF_WC_RETRY_EXC_ERR);
+			return;
+		}
+		c->retry_left--;
+	}
+	send_wnd_cut(c, psn, true);
+	send_goback(c, psn);
+	c->hold_ns = c->hold_ns ? c->hold_ns * 2 : MBCF_HOLD_MIN_NS;
+	if (c->hold_ns > cap)
+		c->hold_ns = cap;
+	c->hold_at = now + c->hold_ns;
+	if (psn == c->snd_una)
+		c->rto_at = c->hold_at + c->rto_cur;
+}
+
+/*
  * docs/protocol.md 7.6: the last frames of a burst, or their ACK, were
  * lost: nothing follows them to find the gap, and only the retransmission
  * timeout -- the verbs timeout at least, 67 ms for perftest -- would repair
@@ -1235,6 +1287,8 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		c->tlp_at = 0;
 		send_tail_probe(c);
 	}
+	if (c->hold_at && now >= c->hold_at)
+		c->hold_at = 0;		/* the push that follows resends */
 	if (!c->rto_at || now < c->rto_at)
 		return;
 	if (c->tx_busy) {

@@ -477,7 +477,15 @@ int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
 int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		  const struct mbcf_payload *pl);
-void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames);
+/* The first frame of our stream a batch had refused (docs/protocol.md 7.7). */
+struct mbcf_net_refused {
+	bool any;
+	u16 epoch;
+	u32 psn;
+};
+void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
+		   struct mbcf_net_refused *ref);
+void mbcf_net_drop_stale(struct mbcf_qp *qp);
 int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 		      u32 hdr_len);
 void mbcf_net_zc_copied(struct mbcf_dev *dev);

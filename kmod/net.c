@@ -19,7 +19,10 @@
  * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
  * netdev once the lock is dropped (mbcf_net_send).  A frame to our own MAC
  * (both QPs on this device) is delivered at once (mbcf_net_loop), with no
- * QP lock held.
+ * QP lock held.  A frame the link refuses (a full queue: veth says
+ * NET_XMIT_DROP when its peer's backlog is full) is reported to the core
+ * with its psn, and nothing of the stream behind it is sent (qp.c,
+ * docs/protocol.md 7.7).
  *
  * Every frame the handler accepts as ours is counted in rx_frames and then
  * gets exactly one verdict counter (include/mbcf/counters.h).
@@ -529,37 +532,76 @@ queue:
  */
 static DEFINE_PER_CPU(bool, mbcf_net_delivering);
 
-static void mbcf_net_loop(struct mbcf_dev *dev, struct sk_buff *skb)
+/* True if the frame was refused (the backlog, when nested, was full). */
+static bool mbcf_net_loop(struct mbcf_dev *dev, struct sk_buff *skb)
 {
+	bool refused = false;
+
 	skb->protocol = eth_type_trans(skb, dev->ndev);
 	local_bh_disable();
 	if (this_cpu_read(mbcf_net_delivering)) {
-		netif_rx(skb);
+		refused = netif_rx(skb) == NET_RX_DROP;
 	} else {
 		this_cpu_write(mbcf_net_delivering, true);
 		mbcf_net_deliver(dev, skb);
 		this_cpu_write(mbcf_net_delivering, false);
 	}
 	local_bh_enable();
+	return refused;
 }
 
-/* To the netdev, or straight back in if it is addressed to this device. */
-static void mbcf_net_out(struct mbcf_dev *dev, struct sk_buff *skb)
+/*
+ * To the netdev, or straight back in if it is addressed to this device.
+ * True if the frame was refused: the stack freed it without sending (a
+ * full queue -- NET_XMIT_DROP -- or a device going away); NET_XMIT_CN
+ * means it was queued.
+ */
+static bool mbcf_net_out(struct mbcf_dev *dev, struct sk_buff *skb)
 {
+	int rc;
+
 	if (ether_addr_equal(eth_hdr(skb)->h_dest, dev->ndev->dev_addr))
-		mbcf_net_loop(dev, skb);
-	else
-		dev_queue_xmit(skb);
+		return mbcf_net_loop(dev, skb);
+	/* not inside net_xmit_eval(): a macro that evaluates its argument
+	 * twice -- the skb would be handed over a second time */
+	rc = dev_queue_xmit(skb);
+	return net_xmit_eval(rc) != 0;
+}
+
+/*
+ * A frame of the connection's stream: its psn and go-back round, read from
+ * the header we built, while the skb is still ours (once handed over it
+ * may be freed, or queued elsewhere).  False for control frames and
+ * datagrams.
+ */
+static bool mbcf_net_frame_seq(const struct mbcf_qp *qp,
+			       const struct sk_buff *skb, u32 *psn, u16 *epoch)
+{
+	const u8 *h = skb_network_header(skb);
+
+	if (qp->ud || !mbcf_wire_op_sequenced(h[MBCF_OFF_OPCODE]))
+		return false;
+	*psn = mbcf_get_be32(h + MBCF_OFF_PSN);
+	*epoch = mbcf_get_be16(h + MBCF_OFF_EPOCH);
+	return true;
 }
 
 /*
  * Hand @frames to the netdev, in order (qp->lock not held).  Each frame is
- * looked at: a UD QP's go to many places, some maybe to this device.
+ * looked at: a UD QP's go to many places, some maybe to this device.  The
+ * first frame of the stream the link refuses goes into @ref; the stream's
+ * frames behind it are dropped unsent (they would only open a gap at the
+ * receiver: the core goes back to the refused one, docs/protocol.md 7.7);
+ * control frames still go.
  */
-void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
+void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
+		   struct mbcf_net_refused *ref)
 {
 	struct net_device *ndev = qp->dev->ndev;
 	struct sk_buff *skb;
+	bool seq;
+	u16 epoch;
+	u32 psn;
 
 	while ((skb = __skb_dequeue(frames))) {
 		/* A netdev that is down (or going away) sends nothing; nor do we
@@ -569,7 +611,39 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames)
 			kfree_skb(skb);
 			continue;
 		}
-		mbcf_net_out(qp->dev, skb);
+		seq = mbcf_net_frame_seq(qp, skb, &psn, &epoch);
+		if (unlikely(seq && ref->any)) {
+			this_cpu_inc(qp->dev->rx_ctr->tx_withdrawn);
+			kfree_skb(skb);
+			continue;
+		}
+		/* skb is not ours after this line, whatever it returns */
+		if (unlikely(mbcf_net_out(qp->dev, skb)) && seq) {
+			ref->any = true;
+			ref->psn = psn;
+			ref->epoch = epoch;
+		}
+	}
+}
+
+/*
+ * After a refusal (qp->lock held): frames of the stream still queued from
+ * a round the core has since gone back over are dropped -- the go-back
+ * builds them again, in order behind the refused one.
+ */
+void mbcf_net_drop_stale(struct mbcf_qp *qp)
+{
+	struct sk_buff *skb, *tmp;
+	u16 epoch;
+	u32 psn;
+
+	skb_queue_walk_safe(&qp->txq, skb, tmp) {
+		if (mbcf_net_frame_seq(qp, skb, &psn, &epoch) &&
+		    epoch != qp->conn.tx_epoch) {
+			__skb_unlink(skb, &qp->txq);
+			this_cpu_inc(qp->dev->rx_ctr->tx_withdrawn);
+			kfree_skb(skb);
+		}
 	}
 }
 
@@ -587,6 +661,6 @@ int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 	skb = mbcf_net_alloc(dev, dmac, hdr, hdr_len, 0);
 	if (!skb)
 		return -ENOMEM;
-	mbcf_net_out(dev, skb);
+	mbcf_net_out(dev, skb);		/* refused: like a lost frame */
 	return 0;
 }

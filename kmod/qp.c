@@ -129,6 +129,23 @@ static void mbcf_qp_kick(struct mbcf_qp *qp)
 }
 
 /*
+ * The link refused a frame of the stream (docs/protocol.md 7.7; qp->lock
+ * held again): the core goes back to it after a hold, and what was queued
+ * meanwhile from the round it left is dropped (net.c).
+ */
+static void mbcf_qp_refused(struct mbcf_qp *qp,
+			    const struct mbcf_net_refused *ref)
+{
+	u64 now = mbcf_proto_now();
+
+	if (qp->dying || qp->conn.state != MBCF_CONN_RTS)
+		return;
+	mbcf_conn_refused(&qp->conn, ref->psn, ref->epoch, now);
+	mbcf_net_drop_stale(qp);
+	mbcf_qp_settle(qp, now);
+}
+
+/*
  * Drop qp->lock and hand the frames the core queued under it to the netdev.
  * One context at a time sends (tx_owner) and also sends what others queue
  * meanwhile, so frames leave in the order they were built.  When the core
@@ -144,14 +161,18 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 
 	__skb_queue_head_init(&batch);
 	while (!qp->tx_owner && !skb_queue_empty(&qp->txq)) {
+		struct mbcf_net_refused ref = {};
+
 		qp->tx_owner = true;
 		skb_queue_splice_init(&qp->txq, &batch);
 		spin_unlock_bh(&qp->lock);
-		mbcf_net_send(qp, &batch);
+		mbcf_net_send(qp, &batch, &ref);
 		if (task)
 			cond_resched();
 		spin_lock_bh(&qp->lock);
 		qp->tx_owner = false;
+		if (unlikely(ref.any))
+			mbcf_qp_refused(qp, &ref);
 		if (!qp->conn.tx_busy)
 			continue;
 		if (!task) {

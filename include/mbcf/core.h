@@ -328,6 +328,10 @@ struct mbcf_conn {
 	bool tlp_sent;		/* probed since the last progress */
 	u64 rto_at;		/* retransmit deadline, 0 = none */
 	u64 rnr_at;		/* resume deadline while stopped, 0 = none */
+	u64 hold_at;		/* the link refused a frame: no sequenced
+				 * frame leaves before this, 0 = none (7.7) */
+	u64 hold_ns;		/* the last such hold; doubles per refusal
+				 * until progress, up to rto_cur */
 	u64 timer_at;		/* what the environment's timer is armed at */
 	u64 alive_at;		/* last frame from the peer while it owed responses */
 	struct mbcf_pace pace;	/* our stream's rate (mbcf_conn_set_rate) */
@@ -519,6 +523,14 @@ void mbcf_conn_timeout(struct mbcf_conn *c, u64 now);
 void mbcf_conn_recv_posted(struct mbcf_conn *c, u64 now);
 /* Send what is queued; also after xmit returned busy and can take more. */
 void mbcf_conn_kick(struct mbcf_conn *c, u64 now);
+/*
+ * The link refused sequenced frame psn of round epoch (read from the
+ * frame's header before it was handed over) after xmit had taken it, and
+ * the environment sent no sequenced frame of ours after it (docs/protocol.md
+ * 7.7).  Call it with what the first refused frame said; stale reports are
+ * harmless.
+ */
+void mbcf_conn_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now);
 /* Complete everything outstanding with WR_FLUSH_ERR, -> RESET. */
 void mbcf_conn_flush(struct mbcf_conn *c);
 /* dgram.c: docs/protocol.md 15 */
@@ -634,6 +646,8 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_ACK_EVERY_MAX	32
 /* Tail probe: never sooner than this after the last frame left (7.6). */
 #define MBCF_TLP_MIN_NS		100000ull
+/* The first hold after the link refused a frame (7.7); at most the rto. */
+#define MBCF_HOLD_MIN_NS	50000ull
 /* Responses accepted unasked are acknowledged this long after (6.2). */
 #define MBCF_ACK_LAZY_NS	(MBCF_TLP_MIN_NS / 4)
 /*

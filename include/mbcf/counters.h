@@ -13,6 +13,11 @@
  * frame heads the stack's page-fragment cache gave because every page the
  * CPU keeps for heads still held a live frame (kmod/net.c: each a piece
  * of a freshly zeroed page; in a healthy stream few or none).
+ * tx_refused counts sequenced frames the link refused after xmit had
+ * taken them (docs/protocol.md 7.7): the environment reports them with
+ * mbcf_conn_refused(); tx_withdrawn (the kernel's) the frames of the
+ * stream it then never handed to the link (behind the refused one, or
+ * built in a round the go-back ended), counted in tx_frames all the same.
  *
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
@@ -32,6 +37,8 @@
 	X(tx_frames,		"tx_frames")				\
 	X(tx_bytes,		"tx_payload_bytes")			\
 	X(tx_busy,		"tx_busy")				\
+	X(tx_refused,		"tx_refused")				\
+	X(tx_withdrawn,		"tx_withdrawn")				\
 	X(tx_zc_frames,		"tx_zerocopy_frames")			\
 	X(tx_zc_copied,		"tx_zerocopy_copied")			\
 	X(tx_head_miss,		"tx_head_pool_miss")			\

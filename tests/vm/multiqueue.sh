@@ -75,13 +75,14 @@ vm_wait_port mbcf2 20 || exit 1
 in_ns1 true
 vm_wait_port mbcf3 20 || exit 1
 
-# one_queue WHAT Q SENT MINE THEIRS CLOSED MIN DROPPED: of the SENT frames
-# (more than MIN), DROPPED the sending veth refused (its peer's ring full:
-# a slow host's guest, CI 2026-11-28: 2 of 14132), MINE arrived on the
-# sender's queue Q and THEIRS on the other: all the others, and on the
-# other at most the CLOSED answers for no QP.
+# one_queue WHAT Q SENT MINE THEIRS CLOSED MIN DROPPED WITHDRAWN: of the
+# SENT frames (more than MIN), DROPPED the sending veth refused (its peer's
+# ring full: a slow host's guest, CI 2026-11-28: 2 of 14132) and WITHDRAWN
+# mbcf built but then kept back (behind a refused one: docs/protocol.md
+# 7.7), MINE arrived on the sender's queue Q and THEIRS on the other: all
+# the others, and on the other at most the CLOSED answers for no QP.
 one_queue() {
-	check assert_eq "$3" "$(($4 + $5 + $8))" "$1 frames sent = received + refused by the veth ($8)"
+	check assert_eq "$3" "$(($4 + $5 + $8 + $9))" "$1 frames sent = received + refused by the veth ($8) + withdrawn ($9)"
 	if [ "$5" -le "$6" ] && [ "$3" -gt "$7" ]; then
 		echo "ok: $1's frames on queue $2 ($4 of $3; other queue $5 <= $6 closed-QP ACKs)"
 	else
@@ -105,6 +106,7 @@ one_case() {
 	t2=$(dev_ctr mbcf2 tx_frames) t3=$(dev_ctr mbcf3 tx_frames)
 	k2=$(dev_ctr mbcf2 closed_qp_ack_tx) k3=$(dev_ctr mbcf3 closed_qp_ack_tx)
 	x0=$(txdrop mq0) x1=$(txdrop mq1)
+	w2=$(dev_ctr mbcf2 tx_withdrawn) w3=$(dev_ctr mbcf3 tx_withdrawn)
 
 	vm_phase "$what"
 	srv=$(mktemp)
@@ -131,12 +133,13 @@ one_case() {
 	local r20=$(($(rxq mq0 0) - q20)) r21=$(($(rxq mq0 1) - q21))
 	local r30=$(($(rxq mq1 0) - q30)) r31=$(($(rxq mq1 1) - q31))
 	x0=$(($(txdrop mq0) - x0)) x1=$(($(txdrop mq1) - x1))
-	echo "  client -> server: $d3 frames sent, queue 0 / 1: $r20 / $r21, refused $x1 (closed-QP ACKs $k3)"
-	echo "  server -> client: $d2 frames sent, queue 0 / 1: $r30 / $r31, refused $x0 (closed-QP ACKs $k2)"
-	[ "$c" = 1 ] && one_queue "$what: client" "$c" "$d3" "$r21" "$r20" "$k3" 100 "$x1"
-	[ "$c" = 0 ] && one_queue "$what: client" "$c" "$d3" "$r20" "$r21" "$k3" 100 "$x1"
-	[ "$s" = 1 ] && one_queue "$what: server" "$s" "$d2" "$r31" "$r30" "$k2" 10 "$x0"
-	[ "$s" = 0 ] && one_queue "$what: server" "$s" "$d2" "$r30" "$r31" "$k2" 10 "$x0"
+	w2=$(($(dev_ctr mbcf2 tx_withdrawn) - w2)) w3=$(($(dev_ctr mbcf3 tx_withdrawn) - w3))
+	echo "  client -> server: $d3 frames sent, queue 0 / 1: $r20 / $r21, refused $x1, withdrawn $w3 (closed-QP ACKs $k3)"
+	echo "  server -> client: $d2 frames sent, queue 0 / 1: $r30 / $r31, refused $x0, withdrawn $w2 (closed-QP ACKs $k2)"
+	[ "$c" = 1 ] && one_queue "$what: client" "$c" "$d3" "$r21" "$r20" "$k3" 100 "$x1" "$w3"
+	[ "$c" = 0 ] && one_queue "$what: client" "$c" "$d3" "$r20" "$r21" "$k3" 100 "$x1" "$w3"
+	[ "$s" = 1 ] && one_queue "$what: server" "$s" "$d2" "$r31" "$r30" "$k2" 10 "$x0" "$w2"
+	[ "$s" = 0 ] && one_queue "$what: server" "$s" "$d2" "$r30" "$r31" "$k2" 10 "$x0" "$w2"
 	return 0
 }
 
