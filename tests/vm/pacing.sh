@@ -46,6 +46,14 @@ prog=$(vm_test_prog mbcf_pacing_test "${1:-}") || exit 1
 # the 5..16 Mbit/s QPs 9-10 % of their rate, 20 ms keeps them within 1 %).
 # The slack makes up for lateness in bursts; on time, bursts stay <= 2.
 echo 20000 >/sys/module/mbcf/parameters/pace_slack_us
+# Room in the receive backlog for the unpaced stream beside the paced QPs.
+# At the default 1000 the veth refused some of their frames (38 in one run,
+# docs/protocol.md 7.7), and a paced QP pays for a refused frame twice: its
+# clock counted the frame that never left, then counts the resend (one run
+# of three: QPs 7-12 % under their rates, the check below fails).  What
+# this test measures is the pacer; a refusal's cost to a paced QP is issue
+# 11's to fix.
+sysctl -qw net.core.netdev_max_backlog=32768
 
 # perftest: server on mbcf0, client (the sender) in ns1.  Prints the client.
 perf() { # ENV... -- ARGS...
