@@ -126,3 +126,26 @@ void mbcf_pace_sent(struct mbcf_pace *p, u32 bytes, u64 now)
 	if ((s64)(p->next - now) > 0)
 		p->held = false;	/* caught up: owes nothing any more */
 }
+
+/*
+ * Frames worth bytes that the clock counted never left (the link refused
+ * them, docs/protocol.md 7.7): the clock goes back by their time, so the
+ * resend is what the flow pays for them, once.  The remainder carried is
+ * left as is (at most a nanosecond).
+ */
+void mbcf_pace_refund(struct mbcf_pace *p, u64 bytes)
+{
+	u64 ns;
+
+	if (!p->kbps || !p->primed || !bytes)
+		return;
+	/* bytes * 8e6 may not fit 64 bits for a window of huge frames at a
+	 * crawl: refund frame by frame of at most 2^32 - 1 bytes */
+	while (bytes) {
+		u32 b = bytes > 0xffffffffull ? 0xffffffffu : (u32)bytes;
+
+		ns = mbcf_pace_ns(p->kbps, b, NULL);
+		p->next -= ns;
+		bytes -= b;
+	}
+}

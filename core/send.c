@@ -1204,8 +1204,34 @@ void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now)
  * Acted on only for a frame of the current round still counted as sent:
  * an older round's was sent again by the go-back that ended it; one before
  * snd_una has arrived (an earlier copy); UC (snd_una follows snd_nxt)
- * never goes back.
+ * never goes back.  A paced stream's clock gets the time of the frames
+ * that never left back (they are sent again, and paid for then).
  */
+/*
+ * Pacing bytes of the frames psn..snd_nxt: the ones the clock counted in
+ * this round (a frame skipped as placed early was not sent, not counted).
+ */
+static u64 send_counted_bytes(struct mbcf_conn *c, u32 psn)
+{
+	const struct mbcf_msg *m;
+	u64 bytes = 0;
+	u32 q, i;
+	s32 d;
+
+	for (q = psn; q != c->snd_nxt; q = mbcf_seq_add(q, 1)) {
+		m = send_find(c, q);
+		if (!m)
+			break;
+		i = (u32)mbcf_seq_diff(q, m->first_psn);
+		d = mbcf_seq_diff(q, c->sel_base);
+		if (c->sel_skip && d > 0 && mbcf_seq_lt(q, c->sel_end) &&
+		    send_was_placed(m, i, (u32)d, q, c->sel_seen, c->sel_placed))
+			continue;
+		bytes += send_frame_bytes(c, m, i);
+	}
+	return bytes;
+}
+
 void mbcf_send_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now)
 {
 	u64 cap = c->rto_cur > MBCF_HOLD_MIN_NS ? c->rto_cur : MBCF_HOLD_MIN_NS;
@@ -1223,6 +1249,9 @@ void mbcf_send_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now)
 		c->retry_left--;
 	}
 	send_wnd_cut(c, psn, true);
+	/* psn and all after it never left: the resend is their only cost */
+	if (c->pace.kbps)
+		mbcf_pace_refund(&c->pace, send_counted_bytes(c, psn));
 	send_goback(c, psn);
 	c->hold_ns = c->hold_ns ? c->hold_ns * 2 : MBCF_HOLD_MIN_NS;
 	if (c->hold_ns > cap)

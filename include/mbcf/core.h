@@ -574,6 +574,9 @@ u64 mbcf_pace_peek(const struct mbcf_pace *p, u32 bytes, u64 now);
 void mbcf_pace_sent(struct mbcf_pace *p, u32 bytes, u64 now);
 /* The clock held a frame back (mbcf_pace_ready was false for it). */
 void mbcf_pace_hold(struct mbcf_pace *p);
+/* Frames of bytes the clock counted did not leave after all: give their
+ * time back. */
+void mbcf_pace_refund(struct mbcf_pace *p, u64 bytes);
 
 /*
  * Pace the connection's sequenced frames (data, requests, read and atomic

@@ -222,6 +222,27 @@ TEST(PaceClock, ZeroRemovesTheLimitAndANewRateStartsAfresh)
 	EXPECT_EQ(p.next, 2u);	// the credit of an idle flow
 }
 
+TEST(PaceClock, ARefundGivesTheTimeOfFramesThatNeverLeftBack)
+{
+	const uint64_t ms = 1000000;
+	mbcf_pace p = paced(8000);	// 1000 bytes = 1 ms
+	mbcf_pace_sent(&p, 1000, 0);
+	mbcf_pace_sent(&p, 1000, 0);
+	mbcf_pace_sent(&p, 500, ms);
+	EXPECT_EQ(p.next, 3 * ms / 2);
+	mbcf_pace_refund(&p, 1500);	// the last two frames were refused
+	EXPECT_EQ(p.next, 0u);
+	EXPECT_TRUE(mbcf_pace_ready(&p, 0));
+	// unpaced, or no frame counted yet: nothing to give back
+	mbcf_pace q{};
+	mbcf_pace_refund(&q, 1000);
+	EXPECT_EQ(q.next, 0u);
+	mbcf_pace r = paced(8000);
+	mbcf_pace_refund(&r, 1000);
+	EXPECT_EQ(r.next, 0u);
+	EXPECT_FALSE(r.primed);
+}
+
 TEST(PaceClock, HugeAndTinyRatesDoNotOverflow)
 {
 	const uint32_t kmax = std::numeric_limits<uint32_t>::max();

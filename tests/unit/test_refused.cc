@@ -181,4 +181,42 @@ TEST_F(Refused, ALinkThatRefusesEverythingFailsWithRetryExceeded)
 	EXPECT_EQ(b.target_writes, 0);
 }
 
+// A paced stream: the refused frame and those behind it never left, so the
+// clock gives their time back -- the resend leaves when the hold ends, not
+// a frame's time later, and the rate over the stream is what was asked.
+TEST_F(Refused, APacedStreamGetsTheTimeOfRefusedFramesBack)
+{
+	const uint32_t kbps = 4000;	// half a byte per microsecond
+	mbcf_conn_set_rate(&a.conn, kbps, now);
+	defer = true;
+	for (int i = 0; i < 4; i++)
+		post(a, MBCF_OP_WRITE, 8);
+	mbcf_conn_kick(&a.conn, now);
+	// an idle flow's credit: two frames back to back, the clock a
+	// frame ahead
+	ASSERT_EQ(a.out.size(), 2u);
+	uint64_t cost = a.conn.pace.next - now;
+	ASSERT_GT(cost, MBCF_HOLD_MIN_NS);
+	const uint64_t t0 = now;
+	refuse_from(a, 1);
+	EXPECT_EQ(a.conn.pace.next, t0);	// frame 101's time back
+	fire(a);
+	EXPECT_EQ(now, t0 + MBCF_HOLD_MIN_NS);	// the hold's end
+	ASSERT_EQ(a.out.size(), 2u);		// 101 leaves at once (after 100)
+	EXPECT_EQ(frame(a, 1).psn, 101u);
+	EXPECT_EQ(a.conn.pace.next, t0 + cost);	// 102 a frame later
+	// the pacer (the environment's timer) kicks when the clock comes
+	uint64_t due;
+	for (int guard = 0; guard < 10 && a.cqes.size() < 4; guard++) {
+		settle(a, b, now);
+		if (mbcf_conn_pace_due(&a.conn, &due)) {
+			now = due;
+			mbcf_conn_kick(&a.conn, now);
+		}
+	}
+	ASSERT_EQ(a.cqes.size(), 4u);
+	EXPECT_EQ(now, t0 + 2 * cost);		// 103 left when due
+	EXPECT_EQ(b.target_writes, 4);
+}
+
 }  // namespace
