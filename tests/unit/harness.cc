@@ -141,8 +141,13 @@ int complete(void *env, const mbcf_cqe *cqe)
 
 void timer(void *env, u64 at)
 {
-	E(env)->timer_at = at;
-	E(env)->timer_calls++;
+	Env *e = E(env);
+
+	e->timer_calls++;
+	if (e->lazy_timer && (!at || (e->timer_at && e->timer_at <= at)))
+		return;
+	e->timer_at = at;
+	e->timer_starts += !!at;
 }
 
 void error(void *env, u8 st)
