@@ -466,8 +466,6 @@ int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 /* proto.c */
 extern const struct mbcf_ops mbcf_proto_ops;
 u64 mbcf_proto_now(void);
-/* Arm qp->timer (qp->lock held) to expire by @at; lazily, see proto.c. */
-void mbcf_proto_timer_set(struct mbcf_qp *qp, u64 at);
 
 /* stats.c */
 extern const struct ib_device_ops mbcf_stats_ops;

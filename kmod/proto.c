@@ -160,25 +160,19 @@ static int mbcf_proto_complete(void *env, const struct mbcf_cqe *c)
  * flow, and once more after they stop.  Only the core starts it, always
  * under qp->lock, so its expiry is stable while we read it here;
  * hrtimer_is_queued() may turn false under us as it fires -- then the
- * callback, waiting for qp->lock, asks again.  Destroy cancels it.  An
- * expiry the core did not ask for is cheap (mbcf_qp_timer: re-armed for
- * the core's deadline, or nothing, without calling the core).
+ * callback, waiting for qp->lock, asks again.  Destroy cancels it.
  */
-void mbcf_proto_timer_set(struct mbcf_qp *qp, u64 at)
+static void mbcf_proto_timer_arm(void *env, u64 at)
 {
-	lockdep_assert_held(&qp->lock);
+	struct mbcf_qp *qp = mbcf_proto_qp(env);
+
 	if (!at)
 		return;
 	if (hrtimer_is_queued(&qp->timer) &&
 	    ktime_to_ns(hrtimer_get_softexpires(&qp->timer)) <= (s64)at)
 		return;
 	hrtimer_start_range_ns(&qp->timer, ns_to_ktime(at), TICK_NSEC,
-			       HRTIMER_MODE_ABS_SOFT);
-}
-
-static void mbcf_proto_timer_arm(void *env, u64 at)
-{
-	mbcf_proto_timer_set(mbcf_proto_qp(env), at);
+				       HRTIMER_MODE_ABS_SOFT);
 }
 
 /* The core entered its error state: qp.c moves the QP and flushes. */

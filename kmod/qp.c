@@ -209,23 +209,9 @@ static void mbcf_qp_tx_work(struct work_struct *work)
 static enum hrtimer_restart mbcf_qp_timer(struct hrtimer *t)
 {
 	struct mbcf_qp *qp = container_of(t, struct mbcf_qp, timer);
-	u64 now = mbcf_proto_now(), due;
+	u64 now = mbcf_proto_now();
 
 	spin_lock_bh(&qp->lock);
-	/*
-	 * Armed lazily (proto.c): an expiry before the core's deadline, or
-	 * after the core took its deadline back, is for nothing.  It only
-	 * re-arms for the deadline, without calling the core or pulling the
-	 * ring: with 4096 QPs (vm.scale) each expiring for nothing at full
-	 * cost, the softirq work slowed the traffic into retry-exceeded.
-	 */
-	due = qp->conn.timer_at;
-	if (!qp->dying && qp->conn.state == MBCF_CONN_RTS &&
-	    (!due || (s64)(now - due) < 0)) {
-		mbcf_proto_timer_set(qp, due);
-		spin_unlock_bh(&qp->lock);
-		return HRTIMER_NORESTART;
-	}
 	if (!qp->dying && qp->conn.state == MBCF_CONN_RTS) {
 		mbcf_conn_timeout(&qp->conn, now);
 		mbcf_qp_settle(qp, now);
