@@ -148,30 +148,15 @@ static int mbcf_proto_complete(void *env, const struct mbcf_cqe *c)
  * ping-pong (the tail probe, ~100 us ahead, is armed with the request and
  * cancelled by the answer).  Armed exactly, it took 4-byte ib_read_lat
  * under emulation from 22-24 us to 35-105 us; with the slack, ~25 us.
- *
- * And lazily: the core takes an early or needless expiry as a spurious
- * one (mbcf_conn_timeout changes nothing, and asks for the time it needs
- * again), so a timer already queued to expire no later than @at is left
- * as it is, and one no longer needed is not cancelled.  In a ping-pong
- * each message asked for a deadline and its answer took it back: an
- * hrtimer start and a cancel per message, each under the clock base's
- * lock with interrupts off (~4 % of the samples of ib_write_lat under
- * emulation).  Now the timer expires about once per tick while messages
- * flow, and once more after they stop.  Only the core starts it, always
- * under qp->lock, so its expiry is stable while we read it here;
- * hrtimer_is_queued() may turn false under us as it fires -- then the
- * callback, waiting for qp->lock, asks again.  Destroy cancels it.
  */
 static void mbcf_proto_timer_arm(void *env, u64 at)
 {
 	struct mbcf_qp *qp = mbcf_proto_qp(env);
 
 	if (!at)
-		return;
-	if (hrtimer_is_queued(&qp->timer) &&
-	    ktime_to_ns(hrtimer_get_softexpires(&qp->timer)) <= (s64)at)
-		return;
-	hrtimer_start_range_ns(&qp->timer, ns_to_ktime(at), TICK_NSEC,
+		hrtimer_try_to_cancel(&qp->timer);
+	else
+		hrtimer_start_range_ns(&qp->timer, ns_to_ktime(at), TICK_NSEC,
 				       HRTIMER_MODE_ABS_SOFT);
 }
 

@@ -141,13 +141,8 @@ int complete(void *env, const mbcf_cqe *cqe)
 
 void timer(void *env, u64 at)
 {
-	Env *e = E(env);
-
-	e->timer_calls++;
-	if (e->lazy_timer && (!at || (e->timer_at && e->timer_at <= at)))
-		return;
-	e->timer_at = at;
-	e->timer_starts += !!at;
+	E(env)->timer_at = at;
+	E(env)->timer_calls++;
 }
 
 void error(void *env, u8 st)

@@ -46,11 +46,6 @@ struct Env {
 	std::deque<std::vector<uint8_t>> out;	// frames sent, bytes after Ethernet
 	uint64_t timer_at = 0;
 	int timer_calls = 0;
-	// The module's lazy timer (kmod/proto.c): a timer queued to expire no
-	// later than asked is kept, and none is cancelled; early expiries
-	// reach the core as spurious ones.
-	bool lazy_timer = false;
-	int timer_starts = 0;	// the calls that (re)started the timer
 	int errors = 0;
 	uint8_t error_status = 0;
 	int busy = 0;		// xmit returns busy this many times
