@@ -1188,26 +1188,6 @@ void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now)
 }
 
 /*
- * docs/protocol.md 7.7: the link refused frame psn of round epoch after
- * xmit had taken it (a full receive queue at the peer's end of a veth, a
- * qdisc's limit), and nothing of our stream left after it.  Nothing behind
- * it arrived to report the gap with a LOST, so only the timeout would:
- * go back to it now.  Sending into the full queue at once would be refused
- * again, so the stream holds a while -- MBCF_HOLD_MIN_NS, doubled by every
- * refusal until progress, at most the retransmission timeout -- and the
- * window is halved as after a timeout: a full queue is congestion, and
- * what it says is certain.  When nothing older is in flight the deadline
- * restarts from the end of the hold (the frame has not left: nothing to
- * time out yet), and a hold as long as the timeout uses a retry as the
- * timeout would have: a link that refuses everything fails the connection
- * with RETRY_EXC_ERR after about as long as one that loses everything.
- * Acted on only for a frame of the current round still counted as sent:
- * an older round's was sent again by the go-back that ended it; one before
- * snd_una has arrived (an earlier copy); UC (snd_una follows snd_nxt)
- * never goes back.  A paced stream's clock gets the time of the frames
- * that never left back (they are sent again, and paid for then).
- */
-/*
  * Pacing bytes of the frames psn..snd_nxt: the ones the clock counted in
  * this round (a frame skipped as placed early was not sent, not counted).
  */
@@ -1232,6 +1212,26 @@ static u64 send_counted_bytes(struct mbcf_conn *c, u32 psn)
 	return bytes;
 }
 
+/*
+ * docs/protocol.md 7.7: the link refused frame psn of round epoch after
+ * xmit had taken it (a full receive queue at the peer's end of a veth, a
+ * qdisc's limit), and nothing of our stream left after it.  Nothing behind
+ * it arrived to report the gap with a LOST, so only the timeout would:
+ * go back to it now.  Sending into the full queue at once would be refused
+ * again, so the stream holds a while -- MBCF_HOLD_MIN_NS, doubled by every
+ * refusal until progress, at most the retransmission timeout -- and the
+ * window is halved as after a timeout: a full queue is congestion, and
+ * what it says is certain.  When nothing older is in flight the deadline
+ * restarts from the end of the hold (the frame has not left: nothing to
+ * time out yet), and a hold as long as the timeout uses a retry as the
+ * timeout would have: a link that refuses everything fails the connection
+ * with RETRY_EXC_ERR after about as long as one that loses everything.
+ * Acted on only for a frame of the current round still counted as sent:
+ * an older round's was sent again by the go-back that ended it; one before
+ * snd_una has arrived (an earlier copy); UC (snd_una follows snd_nxt)
+ * never goes back.  A paced stream's clock gets the time of the frames
+ * that never left back (they are sent again, and paid for then).
+ */
 void mbcf_send_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now)
 {
 	u64 cap = c->rto_cur > MBCF_HOLD_MIN_NS ? c->rto_cur : MBCF_HOLD_MIN_NS;

@@ -187,6 +187,11 @@ in_ns1() {
 	ip netns exec "$VM_NS" "$@"
 }
 
+# vm_dev_ctr DEVICE NAME: print one of an RDMA device's port-1 counters.
+vm_dev_ctr() {
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'
+}
+
 # vm_port_state DEVICE [PORT]: print the port state, e.g. "4: ACTIVE".
 # (bash's read, not cat: every fork+exec costs 0.1-0.5 s under TCG)
 vm_port_state() {

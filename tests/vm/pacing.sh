@@ -100,14 +100,13 @@ base=$((1000 / (S * S)))
 msg=$((8192 / S))
 secs=$((S * S))
 
-dev_ctr() { rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'; }
 vm_phase "pacing_test mbcf1 -> mbcf0"
-ref0=$(dev_ctr mbcf1 tx_refused)
+ref0=$(vm_dev_ctr mbcf1 tx_refused)
 out=$(in_ns1 timeout "$(vm_scaled 120)" "$prog" -a mbcf1 -b mbcf0 -r "$base" -m "$msg" -t "$secs" -p 5 2>&1)
 rc=$?
 printf '%s\n' "$out"
 check assert_eq 0 "$rc" "pacing_test: failed checks"
-echo "pacing_test: frames the link refused meanwhile (tx_refused on mbcf1): $(( $(dev_ctr mbcf1 tx_refused) - ref0 ))"
+echo "pacing_test: frames the link refused meanwhile (tx_refused on mbcf1): $(( $(vm_dev_ctr mbcf1 tx_refused) - ref0 ))"
 
 # bursts: the receiver's netdev veth0 lives in the initial namespace
 cap=(-c veth0 -n /proc/1/ns/net)

@@ -96,7 +96,7 @@ done
 # sender carves heads from are reused: at most one head in ten may come
 # from elsewhere (tx_head_pool_miss; if reuse were broken, all but the
 # first few hundred would).
-dev_ctr() { rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'; }
+dev_ctr() { vm_dev_ctr "$@"; }
 zc_check() { # NAME TAP(0|1)
 	local z0 c0 m0 z1 c1 m1 tap=""
 	z0=$(dev_ctr mbcf1 tx_zerocopy_frames)
