@@ -397,17 +397,6 @@ u32 mbcf_conn_outstanding(const struct mbcf_conn *c)
 	return c->req.tail - c->req.head;
 }
 
-bool mbcf_conn_pingpong(const struct mbcf_conn *c)
-{
-	return c->state == MBCF_CONN_RTS && c->pp_streak >= MBCF_PP_STREAK;
-}
-
-bool mbcf_conn_answer_awaited(const struct mbcf_conn *c, u64 now)
-{
-	return mbcf_conn_pingpong(c) && c->pp_rx_at &&
-	       !mbcf_pp_unanswered(c, now);
-}
-
 bool mbcf_conn_progress_due(const struct mbcf_conn *c)
 {
 	if (c->req.tail == c->req.head)

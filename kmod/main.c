@@ -36,10 +36,6 @@ unsigned int mbcf_pace_slack_us = 2000;
 module_param_named(pace_slack_us, mbcf_pace_slack_us, uint, 0644);
 MODULE_PARM_DESC(pace_slack_us, "Pacing: how late (us) the pacer's timer may be without costing a paced QP rate; made up for in bursts (0 = never: bursts of at most 2 frames)");
 
-unsigned int mbcf_answer_poll_us = 50;
-module_param_named(answer_poll_us, mbcf_answer_poll_us, uint, 0644);
-MODULE_PARM_DESC(answer_poll_us, "Ping-pong: how long (us) the receive path watches the send ring for the application's answer, which then needs no doorbell (0 = never)");
-
 static LIST_HEAD(mbcf_main_devices);
 static DEFINE_SPINLOCK(mbcf_main_devices_lock);
 static DEFINE_MUTEX(mbcf_main_newlink_mutex);

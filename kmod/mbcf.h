@@ -318,16 +318,6 @@ struct mbcf_qp {
 	u32 tx_cpu;
 
 	/*
-	 * Answer polling (qp.c): the CPU of the last doorbell, where the
-	 * application last ran; a receive path is watching the send ring
-	 * (db_needed stays clear); how many frames go unwatched after a
-	 * watch that saw no answer (an application that sleeps).
-	 */
-	int db_cpu;
-	bool sq_watch;
-	u8 poll_skip;
-
-	/*
 	 * Pacing: the rate modify_qp set (kbit/s, 0 = unpaced; the clock
 	 * itself is the connection's), and the QP's place in the device's
 	 * pacer while it waits for its clock (under pacer.lock).
@@ -376,7 +366,6 @@ extern unsigned int mbcf_ack_interval;
 extern bool mbcf_window_adapt;
 extern unsigned int mbcf_pace_slack_us;
 extern unsigned int mbcf_zerocopy;
-extern unsigned int mbcf_answer_poll_us;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
@@ -494,8 +483,6 @@ struct mbcf_net_refused {
 	u16 epoch;
 	u32 psn;
 };
-bool mbcf_net_loop_reenter(void);
-void mbcf_net_loop_restore(bool was);
 void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
 		   struct mbcf_net_refused *ref);
 void mbcf_net_drop_stale(struct mbcf_qp *qp);

@@ -532,25 +532,6 @@ queue:
  */
 static DEFINE_PER_CPU(bool, mbcf_net_delivering);
 
-/*
- * Answer polling (qp.c) sends a ping-pong's answer from inside a delivery
- * and never polls again inside the answer's: that one level may deliver
- * directly too (the answer is what the peer waits for).  Returns what to
- * restore.
- */
-bool mbcf_net_loop_reenter(void)
-{
-	bool was = this_cpu_read(mbcf_net_delivering);
-
-	this_cpu_write(mbcf_net_delivering, false);
-	return was;
-}
-
-void mbcf_net_loop_restore(bool was)
-{
-	this_cpu_write(mbcf_net_delivering, was);
-}
-
 /* True if the frame was refused (the backlog, when nested, was full). */
 static bool mbcf_net_loop(struct mbcf_dev *dev, struct sk_buff *skb)
 {

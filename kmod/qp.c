@@ -263,100 +263,6 @@ static void mbcf_qp_rx_closed(struct mbcf_dev *dev, const struct mbcf_frame *f,
 }
 
 /*
- * Answer polling.  In a ping-pong the application answers each message
- * within microseconds, polling for it on another CPU.  A frame for such a
- * QP clears db_needed *before* it is placed (the application may answer
- * the moment it sees the data), and if the core then awaits the answer the
- * receive path watches the send ring's producer index for a while and
- * sends the answer from here: the provider skips the doorbell, one system
- * call less per half round trip (the doorbell's syscall and uverbs
- * dispatch were the largest cost of a ping-pong in the profiles,
- * docs/design.md).  While qp->sq_watch is set, mbcf_wr_pull_sq() leaves
- * db_needed clear; the watch always ends with a settle under the lock,
- * which reads the ring as always (checked, once) and marks it idle again
- * if empty -- the doorbell protocol of include/mbcf/ring.h then loses no
- * entry however the post and the end of the watch interleave.
- *
- * The lock is not held while watching (a frame or doorbell for the QP
- * must not wait on us); the index read there is only a hint.  Bounded by
- * answer_poll_us, bottom halves off (as in the softirq we usually run in);
- * a watch that saw nothing -- the application sleeps on a completion
- * channel -- leaves the next MBCF_QP_POLL_SKIP frames unwatched.  Not
- * where the application last rang from (it cannot run while we spin),
- * and never nested: the answer's own delivery (the peer on this device)
- * does not watch again.
- */
-#define MBCF_QP_POLL_SKIP	64
-static DEFINE_PER_CPU(bool, mbcf_qp_polling);
-
-/* A frame for @qp is about to be placed (lock held): watch for the answer? */
-static bool mbcf_qp_watch_begin(struct mbcf_qp *qp)
-{
-	if (!READ_ONCE(mbcf_answer_poll_us) || qp->kernel ||
-	    qp->state != IB_QPS_RTS || qp->sq.broken || qp->sq_watch ||
-	    qp->db_cpu == raw_smp_processor_id() ||
-	    this_cpu_read(mbcf_qp_polling) || !mbcf_conn_pingpong(&qp->conn))
-		return false;
-	if (qp->poll_skip) {
-		qp->poll_skip--;
-		return false;
-	}
-	qp->sq_watch = true;
-	mbcf_ring_consumer_busy(&qp->sq.ring);
-	return true;
-}
-
-/* Lock held: the ring goes back to the doorbell protocol. */
-static void mbcf_qp_watch_end(struct mbcf_qp *qp, u64 now)
-{
-	qp->sq_watch = false;
-	/* takes what was posted, or marks the ring idle again */
-	mbcf_qp_settle(qp, now);
-	/* a QP no longer in RTS or ERROR (reset meanwhile) pulls nothing */
-	if (!qp->dying && qp->state != IB_QPS_RTS && qp->state != IB_QPS_ERR)
-		mbcf_ring_consumer_idle(&qp->sq.ring);
-}
-
-static void mbcf_qp_answer_count(struct mbcf_qp *qp, bool hit, u64 ns)
-{
-	struct mbcf_counters *ctr = this_cpu_ptr(qp->dev->rx_ctr);
-
-	ctr->answer_polls++;
-	ctr->answer_hits += hit;
-	ctr->answer_poll_ns += ns;
-}
-
-/* The frame was placed and the core awaits the answer (no lock held). */
-static void mbcf_qp_answer_poll(struct mbcf_qp *qp, u32 rd)
-{
-	u64 limit = (u64)READ_ONCE(mbcf_answer_poll_us) * NSEC_PER_USEC;
-	u64 start = mbcf_proto_now(), now = start;
-	bool hit = false, nest;
-
-	local_bh_disable();
-	this_cpu_write(mbcf_qp_polling, true);
-	do {
-		if (mbcf_ring_load_acquire(mbcf_ring_prod(&qp->sq.ring)) != rd) {
-			hit = true;
-			break;
-		}
-		cpu_relax();
-		now = mbcf_proto_now();
-	} while (now - start < limit);
-	mbcf_qp_answer_count(qp, hit, now - start);
-
-	spin_lock_bh(&qp->lock);
-	if (!hit)
-		qp->poll_skip = MBCF_QP_POLL_SKIP;
-	mbcf_qp_watch_end(qp, mbcf_proto_now());
-	nest = mbcf_net_loop_reenter();
-	mbcf_qp_unlock(qp, false);	/* sends the answer */
-	mbcf_net_loop_restore(nest);
-	this_cpu_write(mbcf_qp_polling, false);
-	local_bh_enable();
-}
-
-/*
  * A parsed frame from the wire (NET_RX softirq).  It must name a QP of
  * this device that is past INIT and connected to the frame's sender.
  */
@@ -365,8 +271,7 @@ void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 {
 	struct mbcf_qp_ref *ref;
 	struct mbcf_qp *qp;
-	bool owed = false, watch = false;
-	u32 rd = 0;
+	bool owed = false;
 	u64 now;
 
 	rcu_read_lock();
@@ -400,19 +305,8 @@ void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		this_cpu_inc(dev->rx_ctr->drop_wrong_qp);
 	} else {
 		now = mbcf_proto_now();
-		watch = mbcf_qp_watch_begin(qp);
-		rd = qp->sq.ring.rd;
 		owed = mbcf_conn_rx_hold_ack(&qp->conn, f, now);
 		mbcf_qp_settle(qp, now);
-		if (watch && !mbcf_conn_answer_awaited(&qp->conn, now)) {
-			/* the answer already left (posted while we placed
-			 * the frame: no doorbell), or none is awaited */
-			if (qp->sq.ring.rd != rd)
-				mbcf_qp_answer_count(qp, true, 0);
-			mbcf_qp_watch_end(qp, now);
-			watch = false;
-		}
-		rd = qp->sq.ring.rd;
 	}
 	mbcf_qp_unlock(qp, false);
 	/*
@@ -427,8 +321,6 @@ void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		mbcf_qp_kick(qp);
 		mbcf_qp_unlock(qp, false);
 	}
-	if (watch)
-		mbcf_qp_answer_poll(qp, rd);
 	mbcf_qp_ref_put(ref);
 }
 
@@ -476,7 +368,6 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	this_cpu_inc(qp->dev->rx_ctr->sq_doorbells);
 	spin_lock_bh(&qp->lock);
-	qp->db_cpu = raw_smp_processor_id();
 	mbcf_ring_consumer_busy(&qp->sq.ring);
 	mbcf_qp_settle(qp, mbcf_proto_now());
 	mbcf_qp_unlock(qp, true);
@@ -685,7 +576,6 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->txq);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
 	qp->tx_cpu = raw_smp_processor_id();
-	qp->db_cpu = -1;
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	mbcf_qp_default_attrs(qp);

@@ -473,9 +473,7 @@ static bool mbcf_wr_take_send(struct mbcf_qp *qp)
  * so a streaming sender costs no system call per request.  Quiet
  * (unsignaled) messages at the end of a burst ask for no acknowledgement
  * (docs/protocol.md 6.1 rule 3), and theirs comes late: a post after them
- * rings the doorbell, else it would wait for that late ACK.  A receive
- * path watching for a ping-pong's answer (qp->sq_watch, qp.c) marks the
- * ring idle itself when it stops.  Bounded by the ring: a request's slot stays
+ * rings the doorbell, else it would wait for that late ACK.  Bounded by the ring: a request's slot stays
  * taken until it completes, which cannot happen while we hold the lock.
  */
 int mbcf_wr_pull_sq(struct mbcf_qp *qp)
@@ -489,7 +487,6 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp)
 			return queued;
 		if (!n) {
 			if (mbcf_conn_progress_due(&qp->conn) ||
-			    qp->sq_watch ||
 			    mbcf_ring_consumer_idle(&q->ring))
 				return queued;
 			continue;

@@ -640,15 +640,6 @@ u32 mbcf_conn_outstanding(const struct mbcf_conn *c);
  * acknowledgement (docs/protocol.md 6.1 rule 3): a post must wake it.
  */
 bool mbcf_conn_progress_due(const struct mbcf_conn *c);
-/*
- * A ping-pong (docs/protocol.md 6.2) waits for our answer: the last message
- * that asked was accepted less than MBCF_ACK_LAZY_NS ago, nothing of ours
- * left since, and the streak says the application answers.  The
- * environment may watch its send ring for that answer for a while.
- */
-bool mbcf_conn_answer_awaited(const struct mbcf_conn *c, u64 now);
-/* In a ping-pong (6.2): the application answered the last messages. */
-bool mbcf_conn_pingpong(const struct mbcf_conn *c);
 /* "RESET", "RTS", "ERROR". */
 const char *mbcf_conn_state_name(u8 state);
 

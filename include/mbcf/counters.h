@@ -18,12 +18,9 @@
  * mbcf_conn_refused(); tx_withdrawn (the kernel's) the frames of the
  * stream it then never handed to the link (behind the refused one, or
  * built in a round the go-back ended), counted in tx_frames all the same.
- * sq_doorbells are the kernel's too: a user QP's provider asked it to
- * read the send ring (a system call); answer_polls/answer_poll_hits/
- * answer_poll_ns (kmod/qp.c, answer polling): how often the receive path
- * watched a ping-pong QP's send ring for the application's answer, how
- * often the answer came while it watched (no doorbell), and the time
- * spent spinning.
+ * sq_doorbells are the kernel's too: how often a user QP's provider asked
+ * it to read the send ring (a system call; the ring protocol spares it
+ * while the kernel is bound to look anyway, include/mbcf/ring.h).
  *
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
@@ -50,9 +47,6 @@
 	X(tx_head_miss,		"tx_head_pool_miss")			\
 	X(tx_oversize,		"tx_ud_oversize")			\
 	X(sq_doorbells,		"sq_doorbells")				\
-	X(answer_polls,		"answer_polls")				\
-	X(answer_hits,		"answer_poll_hits")			\
-	X(answer_poll_ns,	"answer_poll_ns")			\
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\

@@ -149,39 +149,3 @@ TEST_F(PingPongAck, AnEndWaitingForTheWindowAcknowledgesAtOnce)
 }
 
 }  // namespace
-
-// What the environment's answer polling (kmod/qp.c) asks: b awaits its own
-// answer from the moment a's message of a ping-pong is accepted until b's
-// answer leaves -- only once the streak is made, only for MBCF_ACK_LAZY_NS,
-// and never once the connection failed.
-TEST_F(PingPongAck, TheAnswerIsAwaitedOnlyInAPingPongUntilItLeaves)
-{
-	post(a, MBCF_OP_WRITE, 8);
-	pump(a, b, now);
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&b.conn, now));	// no streak yet
-	pump(b, a, now);
-	rounds(4, MBCF_OP_WRITE);
-	idle_acks();
-	ASSERT_EQ(b.conn.pp_streak, MBCF_PP_STREAK);
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&b.conn, now));	// nothing came
-
-	post(a, MBCF_OP_WRITE, 8);
-	pump(a, b, now);
-	EXPECT_TRUE(mbcf_conn_answer_awaited(&b.conn, now));
-	EXPECT_TRUE(mbcf_conn_answer_awaited(&b.conn, now + MBCF_ACK_LAZY_NS - 1));
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&b.conn, now + MBCF_ACK_LAZY_NS));
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&a.conn, now));	// a waits for b
-	now += kReact;
-	post(b, MBCF_OP_WRITE, 8);				// the answer
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&b.conn, now));
-	pump(b, a, now);
-	// a left b's last message of the rounds unanswered (idle_acks)
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&a.conn, now));
-
-	now += kReact;
-	post(a, MBCF_OP_WRITE, 8);
-	pump(a, b, now);
-	EXPECT_TRUE(mbcf_conn_answer_awaited(&b.conn, now));
-	mbcf_conn_flush(&b.conn);				// b fails
-	EXPECT_FALSE(mbcf_conn_answer_awaited(&b.conn, now));
-}
