@@ -65,12 +65,14 @@ int mbcf_early_write(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
 	if (!f->paylen)
 		return 0;
 	if (!c->early_n || f->rkey != c->early_rkey) {
-		if (!f->payload) {
-			st = c->ops->target_check_write(c->env, f->rkey, f->va,
-							f->paylen);
-			if (st)
-				return st;
-		}
+		/* the common case, one piece: one call, which checks it */
+		if (f->payload)
+			return c->ops->target_write(c->env, f->rkey, f->va,
+						    f->payload, f->paylen);
+		st = c->ops->target_check_write(c->env, f->rkey, f->va,
+						f->paylen);
+		if (st)
+			return st;
 		return early_put(c, f, 0, f->paylen);
 	}
 	st = c->ops->target_check_write(c->env, f->rkey, f->va, f->paylen);
