@@ -216,7 +216,7 @@ fi
 # process's CM id and QP (the CM sends a DREQ), so the survivor gets
 # DISCONNECTED, its QP is flushed, and it gives up at once instead of
 # hanging or waiting out its retries.
-sendc() { rdma statistic show link mbcf0/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "send_completions") print $(i + 1) }'; }
+sendc() { vm_dev_ctr mbcf0 send_completions; }
 # rping_pid DEV: the pid of the rping holding a QP on DEV
 rping_pid() {
 	rdma resource show qp | awk -v d="$1" '$0 ~ ("link " d "/") && / comm rping/ {

@@ -104,9 +104,9 @@ killmid() {
 		[ "$SECONDS" -ge "$end" ] && break
 		sleep 0.2
 	done
-	tx0=$(rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }')
+	tx0=$(vm_dev_ctr mbcf1 tx_frames)
 	sleep 1
-	tx=$(rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }')
+	tx=$(vm_dev_ctr mbcf1 tx_frames)
 	vm_log "QPs $(vm_res qp), mbcf1 tx_frames $tx0 -> $tx before the kill"
 	if [ "$victim" = client ]; then
 		kill -KILL "$cpid"
@@ -158,7 +158,7 @@ check assert_eq "$((2 * npairs))" "$(vm_res mr)" "MRs while held"
 check assert_eq 2 "$(vm_res pd)" "PDs while held"
 # each MR is 64 KiB, page aligned: 16 pages; rings are kernel memory
 check assert_eq "$((2 * npairs * 65536 / 4096))" "$(($(vm_pins_held) - base_pins))" "pages pinned while held"
-tx_of() { rdma statistic show link "$1/1" | awk '{ for (i = 1; i < NF; i++) if ($i == "tx_frames") print $(i + 1) }'; }
+tx_of() { vm_dev_ctr "$1" tx_frames; }
 tx0=$(tx_of mbcf0)
 sleep 1
 tx1=$(tx_of mbcf0)

@@ -255,7 +255,7 @@ after "the dereg race"
 # (tc drops them), B's QP is destroyed.  A's resend must get the ACK from
 # B's last words (docs/protocol.md 8.4), counted in closed_qp_ack_tx.
 vm_phase "2b. an ACK lost, then its QP destroyed: the resend is answered (lastwords)"
-closed_acks() { rdma statistic show link mbcf1/1 | awk '{ for (i = 1; i < NF; i++) if ($i == "closed_qp_ack_tx") print $(i + 1) }'; }
+closed_acks() { vm_dev_ctr mbcf1 closed_qp_ack_tx; }
 c0=$(closed_acks)
 check with_timeout "$(vm_scaled 120)" "lastwords" "$prog" "${seed_opt[@]}" lastwords 3
 c1=$(closed_acks)

@@ -60,10 +60,7 @@ fail() {
 	echo "FAIL: $*"
 }
 
-counter() {
-	rdma statistic show link "$1/1" |
-		awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
-}
+counter() { vm_dev_ctr "$1" "$2"; }
 netbytes() {
 	local r t
 	read -r r <"/sys/class/net/$1/statistics/rx_bytes"
