@@ -68,8 +68,12 @@ for ev in "" "-e"; do
 	perf ib_atomic_bw 8 -n 200 $ev
 done
 
-# ibv_rc_pingpong validates every buffer (-c).
+# ibv_rc_pingpong validates every buffer (-c).  Each side's first post
+# rings the doorbell (a new ring is idle), no post rings more than once:
+# 50 iterations post at most 51 sends a side (sq_doorbells, kmod/qp.c).
+doorbells() { echo $(($(vm_dev_ctr mbcf0 sq_doorbells) + $(vm_dev_ctr mbcf1 sq_doorbells))); }
 for s in 1 4096 65536; do
+	db0=$(doorbells)
 	srv=$(mktemp)
 	timeout 60 ibv_rc_pingpong -d mbcf0 -g 0 -s "$s" -n 50 -c >"$srv" 2>&1 &
 	spid=$!
@@ -77,11 +81,13 @@ for s in 1 4096 65536; do
 	rc=$?
 	wait "$spid" || rc=1
 	runs=$((runs + 1))
-	if [ "$rc" = 0 ] && grep -q "50 iters" <<<"$out"; then
-		echo "ok: ibv_rc_pingpong -c -s $s"
+	db=$(($(doorbells) - db0))
+	if [ "$rc" = 0 ] && grep -q "50 iters" <<<"$out" &&
+	   [ "$db" -ge 2 ] && [ "$db" -le 102 ]; then
+		echo "ok: ibv_rc_pingpong -c -s $s ($db doorbells)"
 	else
 		failed=$((failed + 1))
-		echo "FAIL: ibv_rc_pingpong -s $s rc=$rc"
+		echo "FAIL: ibv_rc_pingpong -s $s rc=$rc, $db doorbells (want 2..102)"
 		printf '%s\n' "$out" "$(cat "$srv")" | tail -n 12 | sed 's/^/  | /'
 	fi
 	rm -f "$srv"
