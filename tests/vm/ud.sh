@@ -23,13 +23,12 @@ check() { "$@" || failed=$((failed + 1)); }
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_ud_test "${1:-}") || exit 1
 
-# ctr DEV NAME: protocol counter NAME of DEV/1; ctr1 NAME: mbcf1's, from ns1.
-ctr_awk='{ for (i = 1; i < NF; i++) if ($i == n) print $(i + 1) }'
-ctr() {
-	rdma statistic show link "$1/1" 2>/dev/null | awk -v n="$2" "$ctr_awk"
-}
+# ctr DEV NAME: protocol counter NAME of DEV/1; ctr1 NAME: mbcf1's, from ns1
+# (in_ns1 runs a program, not a shell function).
+ctr() { vm_dev_ctr "$1" "$2" 2>/dev/null; }
 ctr1() {
-	in_ns1 rdma statistic show link mbcf1/1 2>/dev/null | awk -v n="$1" "$ctr_awk"
+	in_ns1 rdma statistic show link mbcf1/1 2>/dev/null |
+		awk -v n="$1" '{ for (i = 1; i < NF; i++) if ($i == n) print $(i + 1) }'
 }
 
 # types: the object types `rdma resource show` counts (ah only if listed).
