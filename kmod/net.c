@@ -526,25 +526,57 @@ queue:
  * softirq pass, and a zero-copy frame's payload is copied once, from the
  * sender's pages into the target (the stack's receive path would copy its
  * fragments first).  Not nested: a frame sent while delivering one (the
- * receiver's ACK) takes the backlog, which runs when the outer delivery
- * ends, so the stack never grows by more than one delivery.  Packet taps
- * on the netdev do not see these frames.
+ * receiver's ACK, a read's response, an answer the settle picked up from
+ * the ring) waits on this CPU's list and is delivered when the outer
+ * delivery returns, so the stack never grows by more than one delivery --
+ * and, unlike the stack's backlog, costs no softirq pass.  Each of those
+ * deliveries may send again (an application posting as fast as its ACKs
+ * come keeps a chain going), so one outer delivery defers at most
+ * MBCF_NET_LOOP_MAX frames; later ones take the backlog, whose softirq
+ * has a budget, and whose refusal the sender sees.  Packet taps on the
+ * netdev do not see these frames.
  */
-static DEFINE_PER_CPU(bool, mbcf_net_delivering);
+#define MBCF_NET_LOOP_MAX	64
+
+struct mbcf_net_loop_q {
+	bool delivering;
+	u32 budget;		/* frames this delivery may still defer */
+	struct sk_buff_head q;	/* each skb's cb holds its device */
+};
+static DEFINE_PER_CPU(struct mbcf_net_loop_q, mbcf_net_loop_q);
+
+static struct mbcf_dev **mbcf_net_loop_dev(struct sk_buff *skb)
+{
+	static_assert(sizeof(struct mbcf_dev *) <= sizeof(skb->cb));
+	return (struct mbcf_dev **)skb->cb;
+}
 
 /* True if the frame was refused (the backlog, when nested, was full). */
 static bool mbcf_net_loop(struct mbcf_dev *dev, struct sk_buff *skb)
 {
+	struct mbcf_net_loop_q *lq;
 	bool refused = false;
 
 	skb->protocol = eth_type_trans(skb, dev->ndev);
 	local_bh_disable();
-	if (this_cpu_read(mbcf_net_delivering)) {
-		refused = netif_rx(skb) == NET_RX_DROP;
-	} else {
-		this_cpu_write(mbcf_net_delivering, true);
+	lq = this_cpu_ptr(&mbcf_net_loop_q);
+	if (unlikely(!lq->q.next))
+		__skb_queue_head_init(&lq->q);	/* first use on this CPU */
+	if (!lq->delivering) {
+		lq->delivering = true;
+		lq->budget = MBCF_NET_LOOP_MAX;
 		mbcf_net_deliver(dev, skb);
-		this_cpu_write(mbcf_net_delivering, false);
+		while ((skb = __skb_dequeue(&lq->q)))
+			mbcf_net_deliver(*mbcf_net_loop_dev(skb), skb);
+		lq->delivering = false;
+	} else if (lq->budget) {
+		lq->budget--;
+		this_cpu_inc(dev->rx_ctr->tx_loop_deferred);
+		*mbcf_net_loop_dev(skb) = dev;
+		__skb_queue_tail(&lq->q, skb);
+	} else {
+		this_cpu_inc(dev->rx_ctr->tx_loop_backlog);
+		refused = netif_rx(skb) == NET_RX_DROP;
 	}
 	local_bh_enable();
 	return refused;

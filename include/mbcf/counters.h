@@ -20,7 +20,10 @@
  * built in a round the go-back ended), counted in tx_frames all the same.
  * sq_doorbells are the kernel's too: how often a user QP's provider asked
  * it to read the send ring (a system call; the ring protocol spares it
- * while the kernel is bound to look anyway, include/mbcf/ring.h).
+ * while the kernel is bound to look anyway, include/mbcf/ring.h);
+ * tx_loop_deferred, frames a device sent to itself while delivering one
+ * (kmod/net.c: delivered after it), and tx_loop_backlog, those past the
+ * outer delivery's budget, which took the stack's backlog.
  *
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
@@ -47,6 +50,8 @@
 	X(tx_head_miss,		"tx_head_pool_miss")			\
 	X(tx_oversize,		"tx_ud_oversize")			\
 	X(sq_doorbells,		"sq_doorbells")				\
+	X(tx_loop_deferred,	"tx_loop_deferred")			\
+	X(tx_loop_backlog,	"tx_loop_backlog")			\
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\
