@@ -551,7 +551,7 @@ static struct mbcf_dev **mbcf_net_loop_dev(struct sk_buff *skb)
 	return (struct mbcf_dev **)skb->cb;
 }
 
-/* True if the frame was refused (the backlog, when nested, was full). */
+/* True if the frame was refused (past the budget, the backlog was full). */
 static bool mbcf_net_loop(struct mbcf_dev *dev, struct sk_buff *skb)
 {
 	struct mbcf_net_loop_q *lq;
