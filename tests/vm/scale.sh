@@ -79,6 +79,12 @@ sleep 3
 grep '^running:' /tmp/scale.log | tail -n 1
 check assert_match '^running: [1-9][0-9]* writes' "$(grep '^running:' /tmp/scale.log | tail -n 1)" "writes completing before the kill"
 check assert_eq "" "$(grep '^FAIL' /tmp/scale.log | head -n 3)" "no failed check while running"
+# The counters that say how the first burst went (timeouts, refusals,
+# retries exceeded): the record a failed CI run leaves.
+for d in mbcf0 mbcf1; do
+	vm_log "$d: $(rdma statistic show link "$d/1" | tr ' ' '\n' |
+		awk 'p != "" && $0 + 0 > 0 { printf "%s %s ", p, $0 } { p = ($0 ~ /^[a-z_]+$/) ? $0 : "" }')"
+done
 
 vm_phase "SIGKILL"
 t=$EPOCHREALTIME
