@@ -150,7 +150,7 @@ int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
 	c->rnr_left = cfg->rnr_retry;
 	c->rto_cur = c->rto_base = cfg->rto_ns;
 	c->srtt = c->rttvar = 0;
-	c->rtt_timing = c->rto_backoff = false;
+	c->rtt_timing = c->rto_backoff = c->rto_probe = false;
 	return MBCF_POST_OK;
 }
 

@@ -554,9 +554,11 @@ static u32 recv_nak_read_psn(const struct mbcf_conn *c, u32 ack_psn)
 
 /*
  * After an error we execute nothing; our NAK is repeated to the peer's
- * retries (section 8.3): of the frame we rejected (it stays at rcv_nxt);
- * or, when we could not answer a read we had accepted, to any frame
- * asking for an acknowledgement (a retransmission burst, a probe for the
+ * retries (section 8.3): of the frame we rejected (it stays at rcv_nxt)
+ * and of an earlier one that asks (a timeout resends only the oldest
+ * frame the peer has no acknowledgement for, 7.1: its ACK was lost); or,
+ * when we could not answer a read we had accepted, to any frame asking
+ * for an acknowledgement (a retransmission burst, a probe for the
  * response) and to a retransmission of rcv_nxt, naming what the peer
  * still waits on.
  */
@@ -568,7 +570,9 @@ static void recv_in_error(struct mbcf_conn *c, const struct mbcf_frame *f)
 	if (c->state != MBCF_CONN_ERROR || !c->nak_status)
 		return;
 	if (!c->nak_read) {
-		if (seq && f->psn == c->rcv_nxt)
+		if (seq && (f->psn == c->rcv_nxt ||
+			    (mbcf_seq_lt(f->psn, c->rcv_nxt) &&
+			     (f->flags & MBCF_F_ACKREQ))))
 			mbcf_send_nak(c, c->nak_psn, c->nak_status);
 		return;
 	}

@@ -300,6 +300,8 @@ static u32 send_wnd_open(const struct mbcf_conn *c)
 {
 	u32 w = c->wnd + c->sel_bonus, cap = MBCF_EARLY_SPAN - 1;
 
+	if (c->rto_probe)
+		return 1;
 	if (!c->sel_bonus)
 		return c->wnd;
 	if (cap < c->wnd)
@@ -934,6 +936,7 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 	}
 	c->snd_una = ack_psn;
 	c->sel_bonus = 0;	/* the cumulative ack speaks for them now */
+	c->rto_probe = false;
 	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;
 	/* rule 1 counts frames in flight unasked: none now (6.1) */
@@ -1165,6 +1168,7 @@ void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now)
 	/* the peer answered: timeouts so far were lost STOPs, not a dead link */
 	c->retry_left = c->cfg.retry_cnt;
 	c->rto_cur = c->rto_base;
+	c->rto_probe = false;
 	c->stopped = true;
 	c->rnr_at = now + c->cfg.min_rnr_ns;
 	c->rto_at = 0;
@@ -1360,6 +1364,16 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		return;
 	}
 	send_wnd_cut(c, c->snd_una, true);
+	/*
+	 * Resend one frame, not the window, until the peer answers (TCP's
+	 * loss window after a timeout, RFC 5681).  What times out on a soft
+	 * device is mostly frames still queued in the peer's backlog behind
+	 * other QPs' (4096 QPs posting at once: seconds); resending every
+	 * window put 8 copies of each in that queue and QPs ran out of
+	 * retries behind their own copies.  A real loss pays one round trip
+	 * more, after a timeout that cost far more than that.
+	 */
+	c->rto_probe = !c->cfg.window_fixed;
 	send_goback(c, c->snd_una);
 }
 
@@ -1402,4 +1416,5 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 	c->rto_at = 0;
 	c->rnr_at = 0;
 	c->tlp_at = 0;
+	c->rto_probe = false;
 }

@@ -324,6 +324,8 @@ struct mbcf_conn {
 	bool rtt_timing;	/* ... valid: no go-back since it left */
 	bool rto_backoff;	/* timed out since the last sample: keep the
 				 * backed-off rto_cur through progress (Karn) */
+	bool rto_probe;		/* timed out: one frame in flight until the
+				 * peer answers (7.1) */
 	u64 tlp_at;		/* tail probe deadline, 0 = none (7.6) */
 	bool tlp_sent;		/* probed since the last progress */
 	u64 rto_at;		/* retransmit deadline, 0 = none */

@@ -153,6 +153,10 @@ TEST_F(Window, LossCutsStopAtAQuarterOfTheConfiguredWindow)
 	a.out.clear();				// all lost
 	fire(a);
 	EXPECT_EQ(a.conn.wnd, 9u);		// a timeout: below the floor
+	ASSERT_EQ(a.out.size(), 1u);		// the oldest frame alone
+	pump(a, b, now);
+	pump(b, a, now);			// answered: the other 7
+	ASSERT_EQ(a.out.size(), 7u);
 	deliver_but(a, b, {0});
 	pump(b, a, now);
 	EXPECT_EQ(a.conn.wnd, 9u);		// a LOST: not raised to it
@@ -161,7 +165,8 @@ TEST_F(Window, LossCutsStopAtAQuarterOfTheConfiguredWindow)
 	expect_all_done(posted + 8);
 }
 
-// Timeouts cut every time (the link may be gone), down to MBCF_WINDOW_MIN.
+// Timeouts cut every time (the link may be gone), down to MBCF_WINDOW_MIN;
+// each resends only the oldest frame (7.1).
 TEST_F(Window, TimeoutHalvesItEachTimeDownToTheMinimum)
 {
 	defer = true;
@@ -171,17 +176,57 @@ TEST_F(Window, TimeoutHalvesItEachTimeDownToTheMinimum)
 	a.out.clear();				// all lost
 	fire(a);
 	EXPECT_EQ(a.conn.wnd, 8u);
-	EXPECT_EQ(a.out.size(), 8u);
+	EXPECT_EQ(a.out.size(), 1u);
 	a.out.clear();
 	fire(a);
 	EXPECT_EQ(a.conn.wnd, 4u);
-	EXPECT_EQ(a.out.size(), 4u);
+	EXPECT_EQ(a.out.size(), 1u);
 	a.out.clear();
 	fire(a);
 	EXPECT_EQ(a.conn.wnd, (uint32_t)MBCF_WINDOW_MIN);
-	EXPECT_EQ(a.out.size(), (size_t)MBCF_WINDOW_MIN);
+	ASSERT_EQ(a.out.size(), 1u);
+	EXPECT_EQ(frame(a, 0).psn, 100u);
 	EXPECT_EQ(a.conn.ctr.window_cuts, 3u);
 	EXPECT_EQ(a.conn.ctr.timeouts, 3u);
+	EXPECT_EQ(a.conn.ctr.retransmits, 3u);
+	settle(a, b, now);
+	expect_all_done(20);
+}
+
+// After a timeout one frame is in flight until the peer answers: what
+// timed out on a soft device is mostly still queued at the peer, and a
+// window of copies would queue behind it (4096 QPs: 8 copies each, QPs
+// out of retries).  The answer reopens the (halved) window at once.
+TEST_F(Window, ATimeoutResendsOneFrameUntilThePeerAnswers)
+{
+	defer = true;
+	post_writes(20);
+	mbcf_conn_kick(&a.conn, now);
+	ASSERT_EQ(a.out.size(), 16u);
+	auto queued = a.out;			// delayed, not lost
+	a.out.clear();
+	fire(a);
+	ASSERT_EQ(a.out.size(), 1u);
+	mbcf_frame p = frame(a, 0);
+	EXPECT_EQ(p.psn, 100u);
+	EXPECT_TRUE(p.flags & MBCF_F_ACKREQ);	// it fills the window: it asks
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_EQ(a.out.size(), 1u);		// nothing more meanwhile
+	auto probe = a.out;
+	a.out.clear();
+	for (auto &f : queued)			// the first copies arrive
+		deliver(b, f, now);
+	for (auto &f : probe)			// then the probe: a duplicate
+		deliver(b, f, now);
+	EXPECT_EQ(b.conn.ctr.drop_duplicate, 1u);
+	auto last = b.out.back();		// the duplicate's: ACK 116
+	b.out.clear();				// (the earlier ACKs lost)
+	deliver(a, last, now);
+	EXPECT_EQ(a.conn.snd_una, 116u);
+	EXPECT_EQ(a.conn.wnd, 8u);
+	ASSERT_EQ(a.out.size(), 4u);		// 116..119: the rest, at once
+	EXPECT_EQ(frame(a, 0).psn, 116u);
+	EXPECT_EQ(a.conn.ctr.retransmits, 1u);	// the probe alone
 	settle(a, b, now);
 	expect_all_done(20);
 }
@@ -194,9 +239,13 @@ TEST_F(Window, AckRequestsFollowTheCurrentWindow)
 	post_writes(16);
 	mbcf_conn_kick(&a.conn, now);
 	a.out.clear();
-	fire(a);				// wnd 8, resend 100..107
+	fire(a);				// wnd 8, resend 100 alone
 	ASSERT_EQ(a.conn.wnd, 8u);
+	ASSERT_EQ(a.out.size(), 1u);
+	pump(a, b, now);
+	pump(b, a, now);			// its ACK: 101..108
 	ASSERT_EQ(a.out.size(), 8u);
+	EXPECT_EQ(frame(a, 0).psn, 101u);
 	int asks = 0;
 	for (size_t i = 0; i < 8; i++)
 		asks += !!(frame(a, i).flags & MBCF_F_ACKREQ);

@@ -123,15 +123,17 @@ static void setup_qps(void)
 	/*
 	 * The 28 k first requests of 4096 QPs queue at once, behind one
 	 * receiving CPU: the last of them is answered seconds later, far
-	 * past perftest's 67 ms timeout.  Each timeout resends a window that
-	 * is still queued, so the queue fills with copies: on a host slowed
-	 * down by two busy loops, 982 QPs per side ran out of their 7 retries
-	 * (23 k timeouts, 184 k frames resent, traffic 51 s instead of 7 s).
-	 * This test asserts scale, not loss repair (vm.netem), so the base
-	 * timeout is 537 ms (2^17 x 4.096 us): the retries with their backoff
-	 * span ~100 s.  On the debug lane's kernel (VM_TIME_SCALE times
-	 * slower) the queue drains that much slower and each request in it
-	 * is answered that much later, so the timeout scales with the square.
+	 * past perftest's 67 ms timeout.  When each timeout resent a whole
+	 * window the queue filled with copies: on a host slowed down by two
+	 * busy loops, 982 QPs per side ran out of their 7 retries (CI stop
+	 * 26; 184 k frames resent, traffic 51 s).  A timeout now resends one
+	 * frame until answered (docs/protocol.md 7.1): at 67 ms and the same
+	 * load, no QP failed (27 k resent, traffic 16 s), but ~5 timeouts per
+	 * QP leave little of the 7 retries spare.  This test asserts scale,
+	 * not loss repair (vm.netem), so the base timeout is 537 ms (2^17 x
+	 * 4.096 us).  On the debug lane's kernel (VM_TIME_SCALE times slower)
+	 * the queue drains that much slower and each request in it is
+	 * answered that much later, so the timeout scales with the square.
 	 */
 	struct vp_conn_opts base = vp_default_opts;
 	struct vp_conn_opts o1, o;
