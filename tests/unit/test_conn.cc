@@ -771,6 +771,35 @@ TEST_F(Pair, LostNakIsRepeatedOnRetry)
 	EXPECT_EQ(a.cqes[0].status, MBCF_WC_REM_ACCESS_ERR);
 }
 
+// The write before the rejected one was accepted but its ACK was lost, and
+// so was the NAK: the requester's timeout resends only that write (7.1),
+// a duplicate to the responder, which answers it with the NAK again
+// (before, only a resend of the rejected psn was answered: the requester
+// ran out of retries).
+TEST_F(Pair, LostNakIsRepeatedToAnAskingDuplicate)
+{
+	post(a, MBCF_OP_WRITE, 10);
+	post(a, MBCF_OP_WRITE, 10, 0x80000);		// outside every region
+	pump(a, b, now);
+	ASSERT_EQ(b.conn.state, MBCF_CONN_ERROR);
+	ASSERT_EQ(b.target_writes, 1);
+	b.out.clear();		// the ACK of the first and the NAK lost
+	fire(a);
+	ASSERT_EQ(a.out.size(), 1u);
+	EXPECT_EQ(frame(a, 0).psn, 100u);		// the accepted one
+	EXPECT_TRUE(frame(a, 0).flags & MBCF_F_ACKREQ);
+	pump(a, b, now);
+	ASSERT_EQ(b.out.size(), 1u);
+	EXPECT_EQ(frame(b, 0).status, MBCF_ST_REMOTE_ACCESS_ERROR);
+	EXPECT_EQ(frame(b, 0).ack_psn, 101u);
+	EXPECT_EQ(b.target_writes, 1);			// nothing re-applied
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 2u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.cqes[1].status, MBCF_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(a.conn.ctr.timeouts, 1u);
+}
+
 // A read accepted by the responder whose source memory goes while its
 // response is built (verbs: ibv_dereg_mr under way): the responder sends
 // no byte more, NAKs the read request with REMOTE_ACCESS_ERROR and enters
