@@ -151,6 +151,7 @@ int mbcf_conn_set_send(struct mbcf_conn *c, const struct mbcf_conn_cfg *cfg)
 	c->rto_cur = c->rto_base = cfg->rto_ns;
 	c->srtt = c->rttvar = 0;
 	c->rtt_timing = c->rto_backoff = c->rto_probe = false;
+	c->rto_share_since = 0;
 	return MBCF_POST_OK;
 }
 

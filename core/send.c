@@ -893,28 +893,95 @@ static void send_wnd_grow(struct mbcf_conn *c, u32 ack_psn, u32 n)
  * each resending a window that was not lost and halving it (64 QPs: 3183
  * timeouts against 135 real losses, a quarter of the throughput).
  */
-static void send_rtt_sample(struct mbcf_conn *c, u64 r)
+/* RFC 6298's smoothing of one sample r into srtt and rttvar. */
+static void rtt_fold(u64 *srtt, u64 *rttvar, u64 r)
 {
-	u64 d, rto;
+	u64 d;
 
-	if (!c->srtt) {
-		c->srtt = r ? r : 1;
-		c->rttvar = r / 2;
-	} else {
-		d = c->srtt > r ? c->srtt - r : r - c->srtt;
-		c->rttvar = c->rttvar - c->rttvar / 4 + d / 4;
-		c->srtt = c->srtt - c->srtt / 8 + r / 8;
-		if (!c->srtt)
-			c->srtt = 1;
+	if (!*srtt) {
+		*srtt = r ? r : 1;
+		*rttvar = r / 2;
+		return;
 	}
-	rto = c->srtt + 4 * c->rttvar;
+	d = *srtt > r ? *srtt - r : r - *srtt;
+	*rttvar = *rttvar - *rttvar / 4 + d / 4;
+	*srtt = *srtt - *srtt / 8 + r / 8;
+	if (!*srtt)
+		*srtt = 1;
+}
+
+/* srtt + 4 rttvar, never below the verbs timeout, at most rto_max */
+static u64 rtt_rto(const struct mbcf_conn *c, u64 srtt, u64 rttvar)
+{
+	u64 rto = srtt + 4 * rttvar;
+
 	if (rto < c->cfg.rto_ns)
 		rto = c->cfg.rto_ns;
 	if (rto > c->cfg.rto_max_ns)
 		rto = c->cfg.rto_max_ns;
-	c->rto_base = rto;
-	c->rto_cur = rto;
+	return rto;
+}
+
+static void send_rtt_sample(struct mbcf_conn *c, u64 r, u64 now)
+{
+	struct mbcf_rtt_share *s = c->cfg.rtt_share;
+	u64 srtt, rttvar;
+
+	rtt_fold(&c->srtt, &c->rttvar, r);
+	c->rto_base = rtt_rto(c, c->srtt, c->rttvar);
+	c->rto_cur = c->rto_base;
 	c->rto_backoff = false;
+	if (!s)
+		return;
+	srtt = mbcf_read_once(s->srtt);
+	rttvar = mbcf_read_once(s->rttvar);
+	rtt_fold(&srtt, &rttvar, r);
+	mbcf_write_once(s->srtt, srtt);
+	mbcf_write_once(s->rttvar, rttvar);
+	mbcf_write_once(s->at, now);
+}
+
+/*
+ * A connection times out after its own rto -- the verbs timeout until it
+ * has measured a round trip, and what it measured may be from before a
+ * burst -- but its frames wait in the same queues as those of the
+ * device's other connections: when thousands of QPs post at once
+ * (vm.scale), the last ones' frames sit behind ~28 k others at the peer
+ * for longer than 67 ms, and such timeouts are spurious.  While the
+ * device's shared round trip (7.1) gives an rto longer than this wait has
+ * lasted, the deadline moves out, with no penalty: to the shared rto from
+ * when the wait began, but at least twice as far from it as now -- the
+ * queue grows while the QPs ahead measure it, and a deadline that chased
+ * each new sample would fire every few ms.  A share with no sample within
+ * its own rto says nothing: a burst long over must not slow the repair of
+ * a real loss.  The wait ends, a timeout at last, by 2 x the shared rto;
+ * after a timeout the connection's own backoff rules (Karn).
+ */
+static bool send_rto_from_share(struct mbcf_conn *c, u64 now, u64 due)
+{
+	const struct mbcf_rtt_share *s = c->cfg.rtt_share;
+	u64 srtt, rttvar, at, rto, since, until;
+
+	if (!s || c->rto_backoff)
+		return false;
+	srtt = mbcf_read_once(s->srtt);
+	rttvar = mbcf_read_once(s->rttvar);
+	at = mbcf_read_once(s->at);
+	if (!srtt)
+		return false;
+	rto = rtt_rto(c, srtt, rttvar);
+	if ((s64)(now - at) > (s64)rto)
+		return false;
+	since = c->rto_share_since ? c->rto_share_since : due - c->rto_cur;
+	if ((s64)(now - since) >= (s64)rto)
+		return false;
+	until = since + rto;
+	if ((s64)(until - (2 * now - since)) < 0)
+		until = 2 * now - since;
+	c->rto_share_since = since;
+	c->rto_at = until;
+	c->ctr.rto_shared++;
+	return true;
 }
 
 /*
@@ -932,11 +999,12 @@ bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now)
 	send_wnd_grow(c, ack_psn, (u32)mbcf_seq_diff(ack_psn, c->snd_una));
 	if (c->rtt_timing && mbcf_seq_lt(c->rtt_psn, ack_psn)) {
 		c->rtt_timing = false;
-		send_rtt_sample(c, now - c->rtt_at);
+		send_rtt_sample(c, now - c->rtt_at, now);
 	}
 	c->snd_una = ack_psn;
 	c->sel_bonus = 0;	/* the cumulative ack speaks for them now */
 	c->rto_probe = false;
+	c->rto_share_since = 0;
 	if (mbcf_seq_lt(c->snd_nxt, ack_psn))
 		c->snd_nxt = ack_psn;
 	/* rule 1 counts frames in flight unasked: none now (6.1) */
@@ -1169,6 +1237,7 @@ void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now)
 	c->retry_left = c->cfg.retry_cnt;
 	c->rto_cur = c->rto_base;
 	c->rto_probe = false;
+	c->rto_share_since = 0;
 	c->stopped = true;
 	c->rnr_at = now + c->cfg.min_rnr_ns;
 	c->rto_at = 0;
@@ -1311,6 +1380,8 @@ static void send_tail_probe(struct mbcf_conn *c)
 /* The connection timer fired: RNR wait over, xmit retry, or retransmit. */
 void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 {
+	u64 due;
+
 	if (c->stopped) {
 		if (c->rnr_at && now >= c->rnr_at)
 			send_resume(c, now);
@@ -1330,6 +1401,7 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		c->rto_at = 0;
 		return;
 	}
+	due = c->rto_at;
 	c->rto_at = 0;
 	if (!mbcf_send_waiting(c))
 		return;
@@ -1347,6 +1419,8 @@ void mbcf_send_timeout(struct mbcf_conn *c, u64 now)
 		c->rto_at = c->alive_at + c->rto_cur;	/* heard from it since */
 		return;
 	}
+	if (send_rto_from_share(c, now, due))
+		return;
 	c->ctr.timeouts++;
 	if (!c->retry_left) {
 		c->ctr.retry_exceeded++;
@@ -1417,4 +1491,5 @@ void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc)
 	c->rnr_at = 0;
 	c->tlp_at = 0;
 	c->rto_probe = false;
+	c->rto_share_since = 0;
 }

@@ -150,6 +150,9 @@ struct mbcf_dev {
 	atomic_t srq_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 	struct mbcf_pacer pacer;
+	/* the round trip its QPs measure, which a QP with a shorter rto
+	 * waits for (docs/protocol.md 7.1); each sample writes it, no lock */
+	struct mbcf_rtt_share rtt_share;
 };
 
 struct mbcf_ucontext {

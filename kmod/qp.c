@@ -784,6 +784,7 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->uc = qp->ibqp.qp_type == IB_QPT_UC;
 	cfg->frame_overhead = ETH_HLEN;	/* pacing counts whole frames */
 	cfg->timer_slack_ns = TICK_NSEC;	/* kmod/proto.c: the timer's range */
+	cfg->rtt_share = &qp->dev->rtt_share;
 }
 
 static int mbcf_qp_transition(struct mbcf_qp *qp, enum ib_qp_state next)

@@ -23,6 +23,9 @@
 
 #define mbcf_fallthrough	fallthrough
 #define mbcf_noinline		noinline
+/* a word other CPUs write without our lock (struct mbcf_rtt_share) */
+#define mbcf_read_once(x)	READ_ONCE(x)
+#define mbcf_write_once(x, v)	WRITE_ONCE(x, v)
 
 /* a / b, *rem = a % b (32-bit kernels have no 64-bit division operator) */
 static inline u64 mbcf_div_u64_rem(u64 a, u32 b, u32 *rem)
@@ -55,6 +58,8 @@ typedef int64_t s64;
 
 #define mbcf_fallthrough	__attribute__((__fallthrough__))
 #define mbcf_noinline		__attribute__((__noinline__))
+#define mbcf_read_once(x)	(*(const volatile __typeof__(x) *)&(x))
+#define mbcf_write_once(x, v)	(*(volatile __typeof__(x) *)&(x) = (v))
 
 static inline u64 mbcf_div_u64_rem(u64 a, u32 b, u32 *rem)
 {

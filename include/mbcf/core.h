@@ -220,6 +220,22 @@ struct mbcf_conn_cfg {
 	u64 timer_slack_ns;		/* how late the environment's timer may
 					 * fire: a deadline that must come after
 					 * the peer's timer allows for it (6.2) */
+	struct mbcf_rtt_share *rtt_share;	/* the device's round trip,
+						 * shared by its connections
+						 * (7.1); NULL: none */
+};
+
+/*
+ * The round trip the connections of one device measure (docs/protocol.md
+ * 7.1): a connection whose own rto is shorter waits this long before it
+ * times out, since its frames wait in the same queues (the device's
+ * transmit queue, the peer's receive backlog) as theirs.  Every sample is
+ * folded in without a lock; two folded at once may lose one, which an
+ * estimate can afford.
+ */
+struct mbcf_rtt_share {
+	u64 srtt, rttvar;	/* ns; srtt 0: no sample yet */
+	u64 at;			/* when the last one was folded in */
 };
 
 /*
@@ -326,6 +342,9 @@ struct mbcf_conn {
 				 * backed-off rto_cur through progress (Karn) */
 	bool rto_probe;		/* timed out: one frame in flight until the
 				 * peer answers (7.1) */
+	u64 rto_share_since;	/* the deadline moved out to the device's
+				 * round trip: when this wait began, 0 = not
+				 * waiting so (7.1) */
 	u64 tlp_at;		/* tail probe deadline, 0 = none (7.6) */
 	bool tlp_sent;		/* probed since the last progress */
 	u64 rto_at;		/* retransmit deadline, 0 = none */

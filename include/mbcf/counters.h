@@ -24,6 +24,8 @@
  * tx_loop_deferred, frames a device sent to itself while delivering one
  * (kmod/net.c: delivered after it), and tx_loop_backlog, those past the
  * outer delivery's budget, which took the stack's backlog.
+ * rto_shared counts deadlines a connection moved out to its device's
+ * longer shared round trip instead of timing out (docs/protocol.md 7.1).
  *
  * Every received frame gets exactly one verdict, so over a device
  *   rx_frames = rx_accepted + acks_rx + naks_rx + lost_rx + stop_rx + go_rx
@@ -58,6 +60,7 @@
 	X(rx_early,		"rx_placed_early")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
+	X(rto_shared,		"retransmit_waits_shared")		\
 	X(tail_probes,		"tail_probes")				\
 	X(window_cuts,		"window_cuts")				\
 	X(selective_repeats,	"selective_repeats")			\

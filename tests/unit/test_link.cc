@@ -171,6 +171,7 @@ private:
 	Params pr{};
 	uint64_t now = 1000000, seq = 0;
 	std::priority_queue<Frame, std::vector<Frame>, std::greater<Frame>> link;
+	mbcf_rtt_share share{};	// both ends on one device, half the streams
 	int bad_side = -1;
 	bool trace = getenv("MBCF_TRACE") != nullptr;
 
@@ -212,7 +213,11 @@ void Sim::configure()
 		c[i].max_rd_atomic = (uint32_t)g.u(1, 8);
 		c[i].rto_ns = 4 * (pr.delay + pr.jitter) + 100000;
 		c[i].min_rnr_ns = g.u(10, 500) * 1000;
+		// (from psn0, not the generator: the seeds' streams stay as they were)
+		c[i].rtt_share = psn0 & 1 ? &share : nullptr;
 	}
+	if (psn0 & 1)	// a short verbs timeout: the share's rto is the longer
+		c[0].rto_ns = (pr.delay + pr.jitter) + 100000;
 	for (int i = 0; i < 2; i++) {
 		c[i].max_dest_rd_atomic = c[1 - i].max_rd_atomic;
 		ASSERT_EQ(s[i].env.init(c[i], 32, 8), 0);
@@ -547,6 +552,7 @@ TEST(LossyLink, RandomStreamsMatchTheModel)
 		       (unsigned long long)mbcf_counters_get(&g_total, i));
 	EXPECT_GT(g_total.retransmits, 0u);
 	EXPECT_GT(g_total.timeouts, 0u);
+	EXPECT_GT(g_total.rto_shared, 0u);	// waited for the device's rto
 	EXPECT_GT(g_total.lost_tx, 0u);
 	EXPECT_GT(g_total.lost_rx, 0u);
 	EXPECT_GT(g_total.stop_rx, 0u);

@@ -139,4 +139,157 @@ TEST_F(Rto, SetSendStartsAfresh)
 	EXPECT_EQ(c.conn.srtt, 0u);
 }
 
+// The device's shared round trip (7.1): a connection whose own rto is
+// shorter (the verbs timeout before its first sample) waits as long as the
+// device's other connections measure; a stale share, a wait past the
+// shared rto or a timeout ends that.
+class RtoShare : public Rto {
+protected:
+	mbcf_rtt_share share{};
+
+	void SetUp() override
+	{
+		mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+		mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
+
+		ca.rtt_share = &share;
+		setup(ca, cb);
+	}
+
+	// Another QP of the device measured srtt/rttvar just now.
+	void others(uint64_t srtt, uint64_t rttvar)
+	{
+		share.srtt = srtt;
+		share.rttvar = rttvar;
+		share.at = now;
+	}
+};
+
+TEST_F(RtoShare, ANewQpWaitsAsLongAsTheOthersMeasure)
+{
+	others(5 * kMs, kMs / 4);		// shared rto 6 ms
+	uint64_t sent = now;
+	post(a, MBCF_OP_WRITE, 8);
+	ASSERT_EQ(a.out.size(), 1u);
+	EXPECT_EQ(a.timer_at, sent + kMs);	// the verbs timeout
+	fire(a);
+	EXPECT_EQ(a.conn.ctr.timeouts, 0u);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 1u);
+	EXPECT_EQ(a.out.size(), 1u);		// nothing resent
+	EXPECT_EQ(a.timer_at, sent + 6 * kMs);
+	EXPECT_EQ(a.conn.rto_cur, kMs);		// no backoff either
+	now = sent + 5 * kMs;			// it was queued, not lost
+	pump(a, b, now);
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+	EXPECT_EQ(a.conn.ctr.retransmits, 0u);
+	EXPECT_EQ(a.conn.srtt, 5 * kMs);	// its own sample from now on
+	EXPECT_EQ(a.conn.rto_share_since, 0u);
+}
+
+TEST_F(RtoShare, ALostFrameTimesOutAfterTheSharedRto)
+{
+	others(5 * kMs, kMs / 4);
+	uint64_t sent = now;
+	post(a, MBCF_OP_WRITE, 8);
+	a.out.clear();				// lost
+	fire(a);				// 1 ms: waits
+	ASSERT_EQ(a.timer_at, sent + 6 * kMs);
+	share.at = now;				// the others still measure
+	fire(a);				// 6 ms: waited the shared rto
+	EXPECT_EQ(a.conn.ctr.timeouts, 1u);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 1u);
+	ASSERT_EQ(a.out.size(), 1u);		// resent
+	EXPECT_EQ(a.conn.rto_cur, 2 * kMs);	// backed off from its own
+	fire(a);				// and no more waits on the share
+	EXPECT_EQ(a.conn.ctr.timeouts, 2u);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 1u);
+	pump(a, b, now);
+	pump(b, a, now);
+	ASSERT_EQ(a.cqes.size(), 1u);
+	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
+}
+
+// The queue grows while the QPs ahead measure it: each move is at least
+// twice the wait so far, so a deadline does not fire at every new sample.
+TEST_F(RtoShare, EachMoveAtLeastDoublesTheWait)
+{
+	uint64_t sent = now;
+	post(a, MBCF_OP_WRITE, 8);
+	others(3 * kMs / 2, 0);			// 1.5 ms
+	fire(a);				// at 1 ms
+	EXPECT_EQ(a.timer_at, sent + 2 * kMs);	// not 1.5
+	others(3 * kMs, 0);			// the queue grew
+	fire(a);				// at 2 ms
+	EXPECT_EQ(a.timer_at, sent + 4 * kMs);	// not 3
+	others(10 * kMs, 0);
+	fire(a);				// at 4 ms
+	EXPECT_EQ(a.timer_at, sent + 10 * kMs);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 3u);
+	EXPECT_EQ(a.conn.ctr.timeouts, 0u);
+	EXPECT_EQ(a.out.size(), 1u);
+}
+
+TEST_F(RtoShare, AStaleShareSaysNothing)
+{
+	others(5 * kMs, kMs / 4);
+	now += 7 * kMs;				// no sample within its 6 ms
+	post(a, MBCF_OP_WRITE, 8);
+	a.out.clear();
+	fire(a);
+	EXPECT_EQ(a.conn.ctr.timeouts, 1u);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 0u);
+	EXPECT_EQ(a.out.size(), 1u);
+}
+
+// What a QP measured before a burst is no better than no sample: a short
+// own rto waits for the device's longer one too.
+TEST_F(RtoShare, AShortOwnRoundTripWaitsToo)
+{
+	round_trip(kMs / 4, kMs / 4);		// srtt 0.5 ms: rto 1 ms
+	others(5 * kMs, kMs / 4);		// the queue is long now
+	uint64_t sent = now;
+	post(a, MBCF_OP_WRITE, 8);
+	a.out.clear();				// lost
+	fire(a);				// at its own 1 ms: waits
+	EXPECT_EQ(a.conn.ctr.timeouts, 0u);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 1u);
+	EXPECT_EQ(a.timer_at, sent + 6 * kMs);
+	share.at = now;
+	fire(a);				// 6 ms: resent
+	EXPECT_EQ(a.conn.ctr.timeouts, 1u);
+	EXPECT_EQ(a.out.size(), 1u);
+}
+
+// A QP whose own rto is the longer one is not made to wait more.
+TEST_F(RtoShare, ALongerOwnRtoIsItsOwn)
+{
+	round_trip(2 * kMs, 2 * kMs);		// srtt 4 ms: rto 12 ms
+	uint64_t rto = a.conn.rto_cur;
+	ASSERT_GT(rto, 6 * kMs);
+	others(5 * kMs, kMs / 4);		// rto 6 ms
+	uint64_t sent = now;
+	post(a, MBCF_OP_WRITE, 8);
+	a.out.clear();
+	fire(a);
+	EXPECT_EQ(now, sent + rto);
+	EXPECT_EQ(a.conn.ctr.timeouts, 1u);
+	EXPECT_EQ(a.conn.ctr.rto_shared, 0u);
+	EXPECT_EQ(a.out.size(), 1u);
+}
+
+// Every sample is folded into the share as into the connection's own.
+TEST_F(RtoShare, SamplesFeedTheShare)
+{
+	round_trip(kMs, kMs);
+	EXPECT_EQ(share.srtt, 2 * kMs);
+	EXPECT_EQ(share.rttvar, kMs);
+	EXPECT_EQ(share.at, now);
+	round_trip(2 * kMs, 2 * kMs);
+	EXPECT_EQ(share.srtt, a.conn.srtt);
+	EXPECT_EQ(share.rttvar, a.conn.rttvar);
+	EXPECT_EQ(share.at, now);
+}
+
 }  // namespace
