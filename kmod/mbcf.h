@@ -367,6 +367,7 @@ static inline struct mbcf_qp *to_mbcf_qp(struct ib_qp *ibqp)
 extern unsigned int mbcf_window;
 extern unsigned int mbcf_ack_interval;
 extern bool mbcf_window_adapt;
+extern bool mbcf_quiet_tail;
 extern unsigned int mbcf_pace_slack_us;
 extern unsigned int mbcf_zerocopy;
 

@@ -369,8 +369,9 @@ static u8 mbcf_wr_parse_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 		wr->flags |= MBCF_F_SOLICITED;
 	if (h->send_flags & IB_SEND_FENCE)
 		wr->flags |= MBCF_WR_FENCE;
-	/* no one waits for its completion: its ACK may come late (core.h) */
-	if (!(w->flags & MBCF_WR_SIGNALED))
+	/* no one waits for its completion: its ACK may come late (core.h),
+	 * if the quiet_tail parameter allows (kmod/main.c) */
+	if (!(w->flags & MBCF_WR_SIGNALED) && READ_ONCE(mbcf_quiet_tail))
 		wr->flags |= MBCF_WR_QUIET;
 	return IB_WC_SUCCESS;
 }

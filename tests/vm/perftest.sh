@@ -189,29 +189,46 @@ lazy_check() { # TOOL SIZE
 lazy_check ib_read_lat 4
 lazy_check ib_atomic_lat 8
 
-# Unsignaled writes end their bursts without asking for an ACK
-# (docs/protocol.md 6.1 rule 3), and the module then takes the next post
-# with a doorbell: had it waited for an ACK that was never asked for, each
-# signaled request (perftest signals one in 100, or one per -t) would stall
-# until the sender's tail probe (198 probes in 20000 1440 B writes, 312
-# with -t 64).  Asserted: at most 5 probes in 5000; the ACK requests are
-# shown (rule 1 alone: one per 32 frames, 156).
+# A burst of unsignaled writes asks for its ACK (docs/protocol.md 6.1 rule
+# 3), and the module takes what was posted meanwhile when the ACK arrives:
+# a streaming sender makes almost no system call (37-81 doorbells in 5000
+# posts measured) -- with each veth's receive steered to its receiver's
+# vCPU (RPS), as on two hosts.  Unsteered, a veth runs the receiver's
+# softirq inside the sender's doorbell and its ACK is back before the call
+# returns: every post rings, either way.  With quiet_tail=Y such a burst asks for nothing, and the
+# module takes the next post with a doorbell (1211-2511 in 5000): had it
+# waited for an ACK that was never asked for, each signaled request
+# (perftest signals one in 100, or one per -t) would stall until the
+# sender's tail probe (198 probes in 20000 1440 B writes, 312 with -t 64).
+# Asserted: at most 5 probes in 5000 either way, and by default at most
+# 150 doorbells (quiet: 224-1736 here).
 quiet_check() { # ARGS...
-	local p0 q0 p1 q1
+	local p0 q0 d0 p1 q1 d1 quiet
+	quiet=$(cat /sys/module/mbcf/parameters/quiet_tail)
 	p0=$(dev_ctr mbcf1 tail_probes)
 	q0=$(dev_ctr mbcf1 ack_requests_tx)
+	d0=$(dev_ctr mbcf1 sq_doorbells)
 	perf ib_write_bw 1440 -n 5000 "$@"
 	p1=$(dev_ctr mbcf1 tail_probes)
 	q1=$(dev_ctr mbcf1 ack_requests_tx)
-	if [ $((p1 - p0)) -le 5 ]; then
-		echo "ok: ib_write_bw 1440 B -n 5000 $*: tail_probes +$((p1 - p0)), ack_requests_tx +$((q1 - q0))"
+	d1=$(dev_ctr mbcf1 sq_doorbells)
+	if [ $((p1 - p0)) -le 5 ] && { [ "$quiet" = Y ] || [ $((d1 - d0)) -le 150 ]; }; then
+		echo "ok: ib_write_bw 1440 B -n 5000 $* (quiet_tail=$quiet): tail_probes +$((p1 - p0)), sq_doorbells +$((d1 - d0)), ack_requests_tx +$((q1 - q0))"
 	else
 		failed=$((failed + 1))
-		echo "FAIL: ib_write_bw 1440 B -n 5000 $*: tail_probes +$((p1 - p0)) (<= 5), ack_requests_tx +$((q1 - q0))"
+		echo "FAIL: ib_write_bw 1440 B -n 5000 $* (quiet_tail=$quiet): tail_probes +$((p1 - p0)) (<= 5), sq_doorbells +$((d1 - d0)) (<= 150 unless quiet), ack_requests_tx +$((q1 - q0))"
 	fi
 }
+echo 1 >/sys/class/net/veth0/queues/rx-0/rps_cpus
+in_ns1 sh -c "echo 2 >/sys/class/net/veth1/queues/rx-0/rps_cpus"
 quiet_check
 quiet_check -t 64
+echo Y >/sys/module/mbcf/parameters/quiet_tail
+quiet_check
+quiet_check -t 64
+echo N >/sys/module/mbcf/parameters/quiet_tail
+echo 0 >/sys/class/net/veth0/queues/rx-0/rps_cpus
+in_ns1 sh -c "echo 0 >/sys/class/net/veth1/queues/rx-0/rps_cpus"
 
 vm_dmesg_check || failed=$((failed + 1))
 echo "perftest: $runs runs, $failed failed"
