@@ -883,16 +883,6 @@ static void send_wnd_grow(struct mbcf_conn *c, u32 ack_psn, u32 n)
 	}
 }
 
-/*
- * docs/protocol.md 7.1: the timeout follows the measured round trip (RFC
- * 6298's smoothing), never below the verbs timeout, which InfiniBand
- * defines as a minimum.  What it measures is mostly queueing: a soft device
- * shares the host's transmit and receive queues (the netdev's, the peer's
- * backlog) among all its QPs, and with many QPs streaming, a window's
- * frames wait there longer than a short verbs timeout -- spurious timeouts,
- * each resending a window that was not lost and halving it (64 QPs: 3183
- * timeouts against 135 real losses, a quarter of the throughput).
- */
 /* RFC 6298's smoothing of one sample r into srtt and rttvar. */
 static void rtt_fold(u64 *srtt, u64 *rttvar, u64 r)
 {
@@ -922,6 +912,16 @@ static u64 rtt_rto(const struct mbcf_conn *c, u64 srtt, u64 rttvar)
 	return rto;
 }
 
+/*
+ * docs/protocol.md 7.1: the timeout follows the measured round trip (RFC
+ * 6298's smoothing), never below the verbs timeout, which InfiniBand
+ * defines as a minimum.  What it measures is mostly queueing: a soft device
+ * shares the host's transmit and receive queues (the netdev's, the peer's
+ * backlog) among all its QPs, and with many QPs streaming, a window's
+ * frames wait there longer than a short verbs timeout -- spurious timeouts,
+ * each resending a window that was not lost and halving it (64 QPs: 3183
+ * timeouts against 135 real losses, a quarter of the throughput).
+ */
 static void send_rtt_sample(struct mbcf_conn *c, u64 r, u64 now)
 {
 	struct mbcf_rtt_share *s = c->cfg.rtt_share;

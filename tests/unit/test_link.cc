@@ -213,7 +213,7 @@ void Sim::configure()
 		c[i].max_rd_atomic = (uint32_t)g.u(1, 8);
 		c[i].rto_ns = 4 * (pr.delay + pr.jitter) + 100000;
 		c[i].min_rnr_ns = g.u(10, 500) * 1000;
-		// (from psn0, not the generator: the seeds' streams stay as they were)
+		// (from psn0, not the generator: the other draws stay as they were)
 		c[i].rtt_share = psn0 & 1 ? &share : nullptr;
 	}
 	if (psn0 & 1)	// a short verbs timeout: the share's rto is the longer

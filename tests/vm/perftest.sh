@@ -195,11 +195,12 @@ lazy_check ib_atomic_lat 8
 # posts measured) -- with each veth's receive steered to its receiver's
 # vCPU (RPS), as on two hosts.  Unsteered, a veth runs the receiver's
 # softirq inside the sender's doorbell and its ACK is back before the call
-# returns: every post rings, either way.  With quiet_tail=Y such a burst asks for nothing, and the
-# module takes the next post with a doorbell (1211-2511 in 5000): had it
-# waited for an ACK that was never asked for, each signaled request
-# (perftest signals one in 100, or one per -t) would stall until the
-# sender's tail probe (198 probes in 20000 1440 B writes, 312 with -t 64).
+# returns: every post rings, either way.  With quiet_tail=Y such a burst
+# asks for nothing, and the module takes the next post with a doorbell
+# (1211-2511 in 5000): had it waited for an ACK that was never asked for,
+# each signaled request (perftest signals one in 100, or one per -t) would
+# stall until the sender's tail probe (198 probes in 20000 1440 B writes,
+# 312 with -t 64).
 # Asserted: at most 5 probes in 5000 either way, and by default at most
 # 150 doorbells (quiet: 224-1736 here).
 quiet_check() { # ARGS...
