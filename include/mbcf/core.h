@@ -668,6 +668,8 @@ const char *mbcf_conn_state_name(u8 state);
 #define MBCF_WINDOW_MAX		(1u << 16)
 /* ack_interval 0: ask at least this often (docs/protocol.md 6.1). */
 #define MBCF_ACK_EVERY_MAX	32
+/* The link's window holds at least four such requests (docs/protocol.md 4.3). */
+#define MBCF_WINDOW_PIPE	(4 * MBCF_ACK_EVERY_MAX)
 /* Tail probe: never sooner than this after the last frame left (7.6). */
 #define MBCF_TLP_MIN_NS		100000ull
 /* The first hold after the link refused a frame (7.7); at most the rto. */

@@ -36,12 +36,22 @@ TEST(Conn, InitRejectsBadConfig)
 
 TEST(Conn, WindowFromLinkScalesWithSpeed)
 {
-	EXPECT_EQ(mbcf_conn_window_from_link(1000, 1500), 16u);
 	EXPECT_EQ(mbcf_conn_window_from_link(10000, 1500), 166u);
 	EXPECT_EQ(mbcf_conn_window_from_link(100000, 1500), 1666u);
 	EXPECT_EQ(mbcf_conn_window_from_link(100000, 9000), 277u);
-	EXPECT_EQ(mbcf_conn_window_from_link(10, 1500), 16u);
 	EXPECT_EQ(mbcf_conn_window_from_link(400000, 1500), 4096u);
+	EXPECT_EQ(mbcf_conn_window_from_link(0, 0), 128u);	// unknown: GbE
+}
+
+// Below four acknowledgement requests in flight the byte rule would starve
+// the stream: jumbo frames on 10GbE (27 frames by bytes), slow links.
+TEST(Conn, WindowFromLinkHoldsFourAckRequests)
+{
+	EXPECT_EQ(MBCF_WINDOW_PIPE, 4u * MBCF_ACK_EVERY_MAX);
+	EXPECT_EQ(mbcf_conn_window_from_link(10000, 9000), (uint32_t)MBCF_WINDOW_PIPE);
+	EXPECT_EQ(mbcf_conn_window_from_link(1000, 1500), (uint32_t)MBCF_WINDOW_PIPE);
+	EXPECT_EQ(mbcf_conn_window_from_link(10, 1500), (uint32_t)MBCF_WINDOW_PIPE);
+	EXPECT_EQ(mbcf_conn_window_from_link(12000, 1500), 200u);	// bytes rule above it
 }
 
 TEST_F(Pair, WriteIsAppliedAckedAndCompleted)
