@@ -144,15 +144,22 @@ def plots(rows, outdir):
     fig.savefig(f"{outdir}/bandwidth.png", dpi=110)
     made.append("![bandwidth](bandwidth.png)")
 
+    # each shape beside what it compares with: one device against rxe's
+    # loopback, across the veth against TCP's half round trip there (the
+    # 4-byte one for atomics' 8 bytes, as the ratio lines take it)
     lat = [r for r in rows if r["group"] == "latency"]
     labels = sorted({(r["test"], r["size"]) for r in lat if r["transport"] != "tcp"})
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    trs = [tr for tr in ("mbcf", "mbcf-lo", "rxe") if any(r["transport"] == tr for r in lat)]
+    trs = [tr for tr in ("mbcf-lo", "rxe", "mbcf", "tcp") if any(r["transport"] == tr for r in lat)]
     width = 0.8 / max(len(trs), 1)
     names = {"mbcf": "mbcf (across the veth)", "mbcf-lo": "mbcf (one device)",
-             "rxe": "rxe (one device)"}
+             "rxe": "rxe (one device)", "tcp": "TCP round trip / 2 (across the veth)"}
     for i, tr in enumerate(trs):
-        vals = [find(lat, transport=tr, test=t, size=s) for t, s in labels]
+        if tr == "tcp":
+            vals = [find(lat, transport="tcp", test="rtt_half", size="4" if s == "8" else s)
+                    for t, s in labels]
+        else:
+            vals = [find(lat, transport=tr, test=t, size=s) for t, s in labels]
         ax.bar([x + i * width for x in range(len(labels))], vals, width, label=names[tr])
     ax.set_xticks([x + width * (len(trs) - 1) / 2 for x in range(len(labels))])
     ax.set_xticklabels([f"{t.replace('ib_', '').replace('_lat', '')}\n{s} B" for t, s in labels])
