@@ -584,8 +584,11 @@ static bool send_sel_skip(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i)
 	if (d <= 0 || !send_was_placed(m, i, (u32)d, c->snd_nxt, c->sel_seen,
 				       c->sel_placed))
 		return false;
+	/* walked again after a refill (send_sel_refill): counted already,
+	 * or sent once in the round and so counted in the window */
+	if (!mbcf_seq_lt(c->snd_nxt, c->sel_rewalk))
+		c->sel_bonus++;
 	c->snd_nxt = mbcf_seq_add(c->snd_nxt, 1);
-	c->sel_bonus++;
 	if (!c->sel_counted) {
 		c->sel_counted = true;
 		c->ctr.selective_repeats++;
@@ -1184,6 +1187,49 @@ static bool send_next_placed(struct mbcf_conn *c, u32 psn, u32 was_nxt,
 				    1, next, seen, map);
 }
 
+/*
+ * A LOST of an earlier round told more of what the peer placed behind the
+ * gap being repaired: up to seen now, from old_seen.  A frame in between
+ * that the resends skipped on the prediction (send_was_placed: a WRITE
+ * frame whose run reaches back) but that the map does not hold was lost
+ * too.  Go back to the first such frame now -- a new round, selectively,
+ * over everything sent so far -- rather than a round trip later, when the
+ * repaired gap's jump stops at it and its LOST comes (7.2).  Each stretch
+ * of the map is looked at once (seen only grows), so no frame is refilled
+ * twice for one map.  A LOST of the current round is acted on as a go-back
+ * instead (its frame left after the resends: their map is older).
+ */
+static void send_sel_refill(struct mbcf_conn *c, u32 old_seen)
+{
+	u32 q = mbcf_seq_add(old_seen, 1);
+	const struct mbcf_msg *m = NULL;
+	u32 d, i;
+
+	for (; mbcf_seq_le(q, c->sel_seen) && mbcf_seq_lt(q, c->snd_nxt) &&
+	       mbcf_seq_lt(q, c->sel_end); q = mbcf_seq_add(q, 1)) {
+		d = (u32)mbcf_seq_diff(q, c->sel_base);
+		if (d == 0 || d >= MBCF_EARLY_SPAN)
+			continue;
+		if (!m || !mbcf_seq_in(q, m->first_psn, m->nframes))
+			m = send_find(c, q);
+		if (!m)
+			return;
+		if (c->sel_placed[d / 64] >> (d % 64) & 1)
+			continue;
+		i = (u32)mbcf_seq_diff(q, m->first_psn);
+		if (!send_placed_early(m, i, d))
+			continue;	/* resent in this round: in flight */
+		if (mbcf_seq_lt(c->sel_rewalk, c->snd_nxt))
+			c->sel_rewalk = c->snd_nxt;
+		c->sel_end = c->snd_max;
+		c->snd_nxt = q;
+		c->tx_epoch++;
+		c->rtt_timing = false;	/* Karn, as for any go-back */
+		c->ctr.selective_refills++;
+		return;
+	}
+}
+
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		    const u8 *placed)
 {
@@ -1196,8 +1242,12 @@ void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 	 * placed: facts, whatever the round */
 	if (c->sel_skip && psn == c->sel_base && psn == c->snd_una &&
 	    mbcf_seq_lt(c->sel_seen, seen)) {
+		u32 old_seen = c->sel_seen;
+
 		c->sel_seen = seen;
 		memcpy(c->sel_placed, map, sizeof(map));
+		if (epoch != c->tx_epoch && !c->stopped)
+			send_sel_refill(c, old_seen);
 	}
 	if (psn != c->snd_una || psn == c->snd_max || c->stopped ||
 	    epoch != c->tx_epoch)
@@ -1214,6 +1264,7 @@ void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		c->sel_counted = false;
 		c->sel_base = psn;
 		c->sel_end = was_nxt;
+		c->sel_rewalk = psn;
 		c->sel_seen = seen;
 		memcpy(c->sel_placed, map, sizeof(map));
 	}

@@ -318,6 +318,8 @@ struct mbcf_conn {
 				 * (5.1, 7.2) */
 	bool sel_counted;	/* ... and a skip was counted this round */
 	u32 sel_base, sel_end;
+	u32 sel_rewalk;		/* skips before this psn were counted in
+				 * the window already (a refill walks again) */
 	u32 sel_bonus;		/* frames skipped since the last progress:
 				 * they open the window (7.2) */
 	u32 sel_seen;		/* up to this psn the peer said what it placed: */

@@ -64,6 +64,7 @@
 	X(tail_probes,		"tail_probes")				\
 	X(window_cuts,		"window_cuts")				\
 	X(selective_repeats,	"selective_repeats")			\
+	X(selective_refills,	"selective_refills")			\
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
 	X(acks_tx,		"ack_tx")				\

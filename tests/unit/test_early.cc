@@ -197,14 +197,18 @@ TEST_F(Early, ALostFirstFrameStillPlacesTheRest)
 	expect_bytes(kBase, want);
 }
 
-// A second loss in the same message: the jump stops at it, the next frame
-// finds it, and the sender repeats selectively again -- no timeout.
+// A second loss in the same message, which no LOST showed before the
+// go-back: the jump stops at it, the next frame finds it, and the sender
+// repeats selectively again -- a round trip later, no timeout.
 TEST_F(Early, ASecondLossIsFoundAfterTheJump)
 {
 	auto want = queue_write(12, kBase, 5);
 	send_all();
 	deliver_losing({2, 6});
 	EXPECT_EQ(b.conn.ctr.rx_early, 7u);		// 103..105, 107..110
+	ASSERT_EQ(b.out.size(), 2u);			// LOST(102) from 103 and
+	EXPECT_EQ(frame(b, 1).seen, 111u);		// from 111, which asked:
+	b.out.pop_back();				// that one is lost
 	pump(b, a, now);				// LOST(102)
 	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{102, 111}));
 	deliver(b, a.out.front(), now);			// 102: up to 106
@@ -214,9 +218,64 @@ TEST_F(Early, ASecondLossIsFoundAfterTheJump)
 	a.out.pop_front();
 	pump(b, a, now);
 	EXPECT_EQ(a.conn.ctr.selective_repeats, 2u);
+	EXPECT_EQ(a.conn.ctr.selective_refills, 0u);
 	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{106, 111}));
 	expect_clean_finish(1);
 	expect_bytes(kBase, want);
+}
+
+// The same two losses, and the LOST the LAST asked for arrives too: it was
+// found before the go-back (an earlier round), and its map shows 106, which
+// the resends skipped on the prediction, missing.  The sender goes back to
+// 106 at once, selectively: 106 and the LAST after it (which will find 106
+// missing again), not a round trip later.
+TEST_F(Early, ASecondLossAnOlderLostShowsIsRefilledAtOnce)
+{
+	auto want = queue_write(12, kBase, 5);
+	send_all();
+	deliver_losing({2, 6});
+	ASSERT_EQ(b.out.size(), 2u);
+	uint16_t round = a.conn.tx_epoch;
+	pump(b, a, now);				// both LOSTs
+	EXPECT_EQ(a.conn.ctr.selective_repeats, 1u);
+	EXPECT_EQ(a.conn.ctr.selective_refills, 1u);
+	EXPECT_EQ(a.conn.tx_epoch, (uint16_t)(round + 2));
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{102, 111, 106, 111}));
+	EXPECT_EQ(frame(a, 1).epoch, (uint16_t)(round + 1));
+	EXPECT_EQ(frame(a, 2).epoch, (uint16_t)(round + 2));
+	// 102 joins up to 106; the first 111 finds 106 missing (a LOST of
+	// the round before the refill: nothing more is resent); 106 joins up
+	// to 111, which the second copy fills.
+	pump(a, b, now);
+	EXPECT_EQ(b.conn.rcv_nxt, 112u);
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 2u);	// 111 twice, both before 106
+	pump(b, a, now);
+	EXPECT_TRUE(a.out.empty());
+	EXPECT_EQ(a.conn.ctr.retransmits, 4u);
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+	EXPECT_EQ(b.conn.ctr.rx_accepted, 12u);		// each frame once
+}
+
+// The older LOST is looked at once: the same map again (or an older one)
+// refills nothing more, and a LOST whose map holds every frame the resends
+// skipped refills nothing at all.
+TEST_F(Early, AnOlderLostRefillsOnlyWhatItShowsMissing)
+{
+	auto want = queue_write(12, kBase, 5);
+	send_all();
+	deliver_losing({2});
+	ASSERT_EQ(b.out.size(), 2u);
+	auto again = b.out.back();
+	pump(b, a, now);				// LOST(102) from 103, 111
+	EXPECT_EQ(a.conn.ctr.selective_refills, 0u);
+	EXPECT_EQ(psns_sent(), (std::vector<uint32_t>{102, 111}));
+	EXPECT_EQ(deliver(a, again, now), 0);		// the same map, once more
+	EXPECT_EQ(a.conn.ctr.selective_refills, 0u);
+	EXPECT_EQ(a.out.size(), 2u);
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+	EXPECT_EQ(a.conn.ctr.retransmits, 2u);
 }
 
 // A burst of losses: the LOST says what arrived before it (the frame that
