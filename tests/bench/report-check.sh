@@ -24,6 +24,7 @@ pname() { local n=${name//'${r}'/$1}; echo "${n//'${slack}'/$2}"; }
 	echo "latency,tcp,rtt_half,4,1500,-,us,20.00,20.00"
 	echo "bandwidth,mbcf,ib_write_bw,65536,1500,0,MB/s,300,300"
 	echo "bandwidth,rxe,ib_write_bw,65536,1500,-,MB/s,50,50"
+	echo "loss,mbcf,goodput@none,65536,1500,0,MB/s,125,125"
 	echo "loss,mbcf,goodput@0%,65536,1500,0,MB/s,100,100"
 	echo "loss,mbcf,goodput@0.1%,65536,1500,0,MB/s,96,96"
 	echo "loss,mbcf,goodput@1%,65536,1500,0,MB/s,60,60"
@@ -41,6 +42,9 @@ want "- ib_write_bw 64 KiB MTU 1500, mbcf/rxe bandwidth: 6.00 (target >= 8.00: m
 want "- goodput at 0.1 % loss / lossless, mbcf: 0.96 (target >= 0.95: met)"
 want "- goodput at 1 % loss / lossless, mbcf: 0.60 (target >= 0.70: missed)"
 want "- goodput at 1 % loss / lossless, tcp: 0.90"
+want "- netem's qdisc alone (0 % loss) / no qdisc, mbcf: 0.80"
+grep -qF "| mbcf | none | MB/s | 125 | **125** | 125 | 1.25 | 125 |" "$tmp/results.md" ||
+	fail "the no-qdisc loss row is not in results.md's table"
 want "- ib_write_bw 64 KiB paced at 10 Mbit/s (pace_slack_us 2000), achieved/target: 1.10 (target 0.95-1.05: missed)"
 want "- ib_write_bw 64 KiB paced at 100 Mbit/s (pace_slack_us 2000), achieved/target: 0.97 (target 0.95-1.05: met)"
 grep -qF "| pacing | mbcf | $(pname 10 2000) | 65536 | 1500 | 0 | 1.1 | **1.10** | 1.1 | achieved/target | 1.10 |" \

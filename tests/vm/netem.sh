@@ -184,7 +184,7 @@ run_profile() {
 	local k line=""
 	for k in tx_frames retransmit_frames retransmit_timeouts lost_tx lost_rx \
 		drop_out_of_sequence drop_duplicate retry_exceeded nak_tx closed_qp_ack_tx \
-		rx_placed_early selective_repeats tx_refused tx_withdrawn stop_tx; do
+		rx_placed_early selective_repeats selective_refills tx_refused tx_withdrawn stop_tx; do
 		line+="$k=$(delta "$k") "
 	done
 	vm_log "counters [$profile] (mbcf0+mbcf1 deltas): $line"
