@@ -194,7 +194,8 @@ cm_rate() { # transport
 	emit cm "$tr" cmtime_connect "$c" 1500 - conn/s $vals
 }
 
-# UCX: ucx_perftest tag_lat (one-way latency, us) and tag_bw (MB/s).
+# UCX: ucx_perftest tag_lat (one-way latency, us) and tag_bw (MB/s; with
+# each veth's receive on its receiver's vCPU, like the other bandwidth rows).
 # mbcf: UCX_TLS=rc_v (rc_verbs, ud_verbs to connect), server on mbcf0,
 # client in ns1 on mbcf1; rxe: the same on rxe0 in the initial namespace;
 # tcp: UCX_TLS=tcp, server on veth0, client in ns1 on veth1.
@@ -286,7 +287,12 @@ sw_stacks() {
 	if [[ " $parts " == *" ucx "* ]]; then
 		for tr in $trs; do
 			ucx_case $tr tag_lat 8 1000
+			# a bandwidth row: receive steered as for every other
+			# (steer_rx below); without it mbcf places every byte
+			# on the sender's vCPU, TCP copies on the receiver's
+			steer_rx on
 			ucx_case $tr tag_bw 65536 200
+			steer_rx off
 		done
 	fi
 	if [[ " $parts " == *" mpi "* ]]; then

@@ -257,9 +257,10 @@ TEST_F(Early, ASecondLossAnOlderLostShowsIsRefilledAtOnce)
 	EXPECT_EQ(b.conn.ctr.rx_accepted, 12u);		// each frame once
 }
 
-// The older LOST is looked at once: the same map again (or an older one)
-// refills nothing more, and a LOST whose map holds every frame the resends
-// skipped refills nothing at all.
+// One loss: the LOST the LAST asked for (an earlier round's) shows every
+// frame the resends skipped placed, so it refills nothing, and the same
+// LOST delivered again refills nothing either (its stretch of the map was
+// looked at once).
 TEST_F(Early, AnOlderLostRefillsOnlyWhatItShowsMissing)
 {
 	auto want = queue_write(12, kBase, 5);
