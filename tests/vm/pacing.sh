@@ -79,14 +79,16 @@ perf() { # ENV... -- ARGS...
 # scale squared, the messages by the scale, and the measurement lasts the
 # scale squared (the slowest QP's messages: ~15 stock, ~70 there), so the
 # same ratios are asserted on a kernel that can keep up.  Stock: S = 1,
-# unless this guest carries less than three times the 16 QPs' 136 Mbit/s
+# unless this guest carries less than four times the 16 QPs' 136 Mbit/s
 # unpaced (measured first), then the smallest S that leaves that margin.
 # Near the guest's capacity the QPs' frames queue up and arrive in bursts:
 # a slow host's stock guest (120-180 Mbit/s; 2026-11-28) saw the slow QPs
 # at up to 1.14 of their rates in the receiver's 1 s window and the fast
 # ones at 0.4; with twice the margin, a guest carrying 379 Mbit/s
 # (2026-11-29) failed three runs of five, either way: QPs 2-11 at 1.06-1.08
-# of their rates, or QPs 12-15 at 0.80-0.88.
+# of their rates, or QPs 12-15 at 0.80-0.88; at scale 2 three of three
+# passed (medians 0.9997-1.001).  This host measures 300-410 Mbit/s from run to run,
+# hence four times, not three (which it straddles).
 S=${VM_TIME_SCALE:-1}
 [[ $S =~ ^[1-9][0-9]*$ ]] || S=1
 PERF_CLIENT_EXTRA=""
@@ -94,7 +96,7 @@ vm_phase "unpaced ib_write_bw -s 65536"
 out=$(perf -- -s 65536 -n $((1500 / (S * S))))
 bw0=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ { print $4; exit }' <<<"$out")
 cap=$(awk -v b="${bw0:-0}" 'BEGIN { printf "%d", b * 1048576 * 8 / 1000 }')
-while [ $((136000 * 3 / (S * S))) -gt "$cap" ] && [ "$S" -lt 8 ]; do
+while [ $((136000 * 4 / (S * S))) -gt "$cap" ] && [ "$S" -lt 8 ]; do
 	S=$((S + 1))
 done
 echo "pacing: unpaced ib_write_bw ${bw0:-?} MB/s ($cap kbit/s of payload): scale $S, the 16 QPs at $((136000 / (S * S))) kbit/s in all"
