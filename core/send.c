@@ -1166,28 +1166,6 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
 
 
 /*
- * LOST(psn, epoch): a frame we sent in round `epoch` found the gap at psn
- * (docs/protocol.md 4.5).  Acted on only if that frame left in the current
- * round: then everything from psn was sent again before it (frames leave
- * in order), so the resend of psn was lost too -- go back again now, not
- * after a timeout.  A LOST from an earlier round is stale: the go-back
- * since already resends psn.
- */
-/* Was the frame after the lost one at psn placed early (7.2)? */
-static bool send_next_placed(struct mbcf_conn *c, u32 psn, u32 was_nxt,
-			     u32 seen, const u64 *map)
-{
-	u32 next = mbcf_seq_add(psn, 1);
-	const struct mbcf_msg *m;
-
-	if (!mbcf_seq_lt(next, was_nxt))
-		return false;
-	m = send_find(c, next);
-	return m && send_was_placed(m, (u32)mbcf_seq_diff(next, m->first_psn),
-				    1, next, seen, map);
-}
-
-/*
  * A LOST of an earlier round told more of what the peer placed behind the
  * gap being repaired: up to seen now, from old_seen.  A frame in between
  * that the resends skipped on the prediction (send_was_placed: a WRITE
@@ -1228,6 +1206,28 @@ static void send_sel_refill(struct mbcf_conn *c, u32 old_seen)
 		c->ctr.selective_refills++;
 		return;
 	}
+}
+
+/*
+ * LOST(psn, epoch): a frame we sent in round `epoch` found the gap at psn
+ * (docs/protocol.md 4.5).  Acted on only if that frame left in the current
+ * round: then everything from psn was sent again before it (frames leave
+ * in order), so the resend of psn was lost too -- go back again now, not
+ * after a timeout.  A LOST from an earlier round is stale: the go-back
+ * since already resends psn.
+ */
+/* Was the frame after the lost one at psn placed early (7.2)? */
+static bool send_next_placed(struct mbcf_conn *c, u32 psn, u32 was_nxt,
+			     u32 seen, const u64 *map)
+{
+	u32 next = mbcf_seq_add(psn, 1);
+	const struct mbcf_msg *m;
+
+	if (!mbcf_seq_lt(next, was_nxt))
+		return false;
+	m = send_find(c, next);
+	return m && send_was_placed(m, (u32)mbcf_seq_diff(next, m->first_psn),
+				    1, next, seen, map);
 }
 
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
