@@ -1150,18 +1150,24 @@ static void send_control_xmit(struct mbcf_conn *c, struct mbcf_frame *f)
 		c->ctr.go_tx++;
 }
 
-/* Restart transmission at psn (go-back-N): a new round. */
-static void send_goback(struct mbcf_conn *c, u32 psn)
+/* Send again from psn: a new round (4.5). */
+static void send_new_round(struct mbcf_conn *c, u32 psn)
 {
-	if (mbcf_seq_lt(psn, c->snd_una) || mbcf_seq_lt(c->snd_max, psn))
-		return;
 	c->snd_nxt = psn;
-	c->sel_skip = false;
-	c->sel_bonus = 0;
 	c->tx_epoch++;
 	/* Karn: the frame being timed may be sent again, and an ack after
 	 * that cannot tell which copy it answers */
 	c->rtt_timing = false;
+}
+
+/* Restart transmission at psn (go-back-N), plainly. */
+static void send_goback(struct mbcf_conn *c, u32 psn)
+{
+	if (mbcf_seq_lt(psn, c->snd_una) || mbcf_seq_lt(c->snd_max, psn))
+		return;
+	send_new_round(c, psn);
+	c->sel_skip = false;
+	c->sel_bonus = 0;
 }
 
 
@@ -1200,9 +1206,7 @@ static void send_sel_refill(struct mbcf_conn *c, u32 old_seen)
 		if (mbcf_seq_lt(c->sel_rewalk, c->snd_nxt))
 			c->sel_rewalk = c->snd_nxt;
 		c->sel_end = c->snd_max;
-		c->snd_nxt = q;
-		c->tx_epoch++;
-		c->rtt_timing = false;	/* Karn, as for any go-back */
+		send_new_round(c, q);	/* the selective state stays */
 		c->ctr.selective_refills++;
 		return;
 	}
