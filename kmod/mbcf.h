@@ -330,6 +330,15 @@ struct mbcf_qp {
 	u64 pace_due;
 	bool pace_queued;
 
+	/*
+	 * The MR this lock hold found last, with a reference (mr.c,
+	 * mbcf_mr_use): a burst built under one hold -- a send's frames, a
+	 * read's responses -- looks its memory up once, not per frame.
+	 * Dropped before every release of the lock (mbcf_mr_forget), so
+	 * dereg_mr never waits longer than a lock hold for it.
+	 */
+	struct mbcf_mr *mr_hot;
+
 	/* Peer, from modify_qp(RTR). */
 	u8 dmac[ETH_ALEN];
 	u32 dest_qpn;
@@ -542,6 +551,7 @@ void mbcf_mr_dev_init(struct mbcf_dev *dev);
 void mbcf_mr_dev_fini(struct mbcf_dev *dev);
 int mbcf_mr_alloc_key(struct mbcf_dev *dev, u32 *key);
 void mbcf_mr_put(struct mbcf_mr *mr);
+void mbcf_mr_forget(struct mbcf_qp *qp);
 struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
 				     u64 length, int access);
 /*

@@ -9,7 +9,8 @@
  * tagged, and a window's rkey resolves to the MR it is bound to.
  * The receive path (softirq, under a QP spinlock) finds the MR under
  * rcu_read_lock() and checks key, PD, access and bounds before it touches a
- * byte; a copy also holds a reference.
+ * byte; a copy also holds a reference, kept to the end of the QP's lock
+ * hold for the next access to the same MR (mbcf_mr_use).
  *
  * Frames we send may carry an MR's pages as fragments instead of a copy
  * (net.c), and the stack reads those bytes later: when the driver DMAs
@@ -409,6 +410,48 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
 }
 
 /*
+ * The MR for an access by @qp (its lock held): the one this lock hold
+ * found last if @key names it (no xarray walk, no atomic), else looked up
+ * and kept in its place (its reference moves to qp->mr_hot).  *@own says
+ * the caller holds a reference of its own to put: a window's rkey
+ * resolves afresh each time (it may be invalidated or rebound any time).
+ * A hold that found the MR before dereg_mr unpublished it may go on
+ * using it until the lock is dropped, as a copy in flight goes on to its
+ * end: dereg_mr waits for that reference too, and no access starts after
+ * it returns.
+ */
+static struct mbcf_mr *mbcf_mr_use(struct mbcf_qp *qp, struct ib_pd *pd,
+				   u32 key, u64 va, u64 len, int access,
+				   bool *own)
+{
+	struct mbcf_mr *mr = qp->mr_hot;
+
+	lockdep_assert_held(&qp->lock);
+	*own = false;
+	if (mr && mr->key == key)
+		return mbcf_mr_find(mr, pd, key, va, len, access);
+	mr = mbcf_mr_get(qp, pd, key, va, len, access);
+	if (IS_ERR(mr))
+		return mr;
+	if (mr->key != key) {
+		*own = true;
+		return mr;
+	}
+	mbcf_mr_forget(qp);
+	qp->mr_hot = mr;
+	return mr;
+}
+
+/* Before @qp's lock is dropped: the MR kept for the hold goes. */
+void mbcf_mr_forget(struct mbcf_qp *qp)
+{
+	if (qp->mr_hot) {
+		mbcf_mr_put(qp->mr_hot);
+		qp->mr_hot = NULL;
+	}
+}
+
+/*
  * Store @n bytes so that the last 8 become visible last.  The kernel's
  * memcpy may copy backwards (x86 memcpy_orig does, to dodge false store
  * dependences), and applications poll the last bytes of an RDMA write to
@@ -510,30 +553,34 @@ static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
 			  void *arg)
 {
 	struct mbcf_mr *mr;
+	bool own;
 	int err;
 
 	/* Verbs: a zero-length operation needs no valid key. */
 	if (!len)
 		return 0;
-	mr = mbcf_mr_get(qp, pd, key, va, len, access);
+	mr = mbcf_mr_use(qp, pd, key, va, len, access, &own);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	if (op == MBCF_MR_REF) {
 		struct mbcf_spans *sp = arg;
 
-		/* One ubuf_info per skb: pages of a second MR are copied.  Our
-		 * reference on mr->ref keeps zc.refcnt above zero (dereg drops
-		 * the registry's only once mr->ref hit zero). */
+		/* One ubuf_info per skb: pages of a second MR are copied.  The
+		 * reference on mr->ref (ours, or qp->mr_hot's) keeps zc.refcnt
+		 * above zero (dereg drops the registry's only once mr->ref hit
+		 * zero). */
 		if (!sp->zc) {
 			refcount_inc(&mr->zc.refcnt);
 			sp->zc = &mr->zc;
 		} else if (sp->zc != &mr->zc) {
-			mbcf_mr_put(mr);
+			if (own)
+				mbcf_mr_put(mr);
 			return -E2BIG;
 		}
 	}
 	err = mbcf_mr_walk(mr, va - mr->iova, len, op, arg);
-	mbcf_mr_put(mr);
+	if (own)
+		mbcf_mr_put(mr);
 	return err;
 }
 

@@ -151,7 +151,8 @@ static void mbcf_qp_refused(struct mbcf_qp *qp,
  * meanwhile, so frames leave in the order they were built.  When the core
  * held frames back (a burst was queued), @task contexts (process context)
  * kick it and go on sending; softirq contexts leave that to tx_work, so
- * a frame received never costs more than a burst.
+ * a frame received never costs more than a burst.  The MR the hold kept
+ * (mr.c, mbcf_mr_use) is let go before each release of the lock.
  */
 static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 {
@@ -165,6 +166,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 
 		qp->tx_owner = true;
 		skb_queue_splice_init(&qp->txq, &batch);
+		mbcf_mr_forget(qp);
 		spin_unlock_bh(&qp->lock);
 		mbcf_net_send(qp, &batch, &ref);
 		if (task)
@@ -186,6 +188,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 		mbcf_pacer_wait(qp, due);
 	events = qp->dying ? 0 : qp->pend & MBCF_QP_PEND_EVENTS;
 	qp->pend &= ~MBCF_QP_PEND_EVENTS;
+	mbcf_mr_forget(qp);
 	spin_unlock_bh(&qp->lock);
 	if (unlikely(events))
 		mbcf_qp_raise(qp, events);
