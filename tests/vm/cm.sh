@@ -120,6 +120,14 @@ run_case() {
 			continue
 		fi
 		wait "$spid" || src=$?
+		# perftest's clock calibration missed its r^2 bar on a loaded
+		# host: it reports 0.00 though every request completed (as in
+		# tests/vm/perftest.sh); such a run says nothing, so once more
+		if [ "$try" = 1 ] && [ "$rc" = 0 ] && [ "${name#ib_}" != "$name" ] &&
+			grep -q 'Correlation coefficient r^2' "$logs/$name.cli"; then
+			echo "note: $name: perftest could not calibrate its clock, once more"
+			continue
+		fi
 		break
 	done
 	if [ "$rc" = 0 ] && [ "$src" = 0 ] && grep -Eq -- "$cli_re" "$logs/$name.cli" &&
