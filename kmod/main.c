@@ -186,6 +186,7 @@ static void __exit mbcf_main_exit(void)
 	rdma_link_unregister(&mbcf_main_link_ops);
 	unregister_netdevice_notifier(&mbcf_main_netdev_nb);
 	mbcf_main_unregister_all();
+	mbcf_net_unpark_all();
 	mbcf_net_heads_free();
 	pr_info("mbcf: unloaded\n");
 }

@@ -503,6 +503,7 @@ int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 		      u32 hdr_len);
 void mbcf_net_zc_copied(struct mbcf_dev *dev);
 void mbcf_net_heads_free(void);
+void mbcf_net_unpark_all(void);
 
 /* mr.c */
 struct mbcf_sge;
@@ -615,6 +616,7 @@ enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp);
 void mbcf_spans_put(struct mbcf_spans *sp);
+bool mbcf_mr_zc_ours(const struct ubuf_info *uarg);
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 

@@ -175,6 +175,12 @@ static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
 		complete(&mr->zc_idle);
 }
 
+/* Is @uarg an MR's of ours (net.c parks only such frames)? */
+bool mbcf_mr_zc_ours(const struct ubuf_info *uarg)
+{
+	return uarg->callback == mbcf_mr_zc_callback;
+}
+
 /* Drop the references mbcf_mr_ref_pages() took for a frame not built. */
 void mbcf_spans_put(struct mbcf_spans *sp)
 {
@@ -288,11 +294,29 @@ void mbcf_mr_put(struct mbcf_mr *mr)
  */
 #define MBCF_MR_DRAIN_WARN	(30 * HZ)
 
+/*
+ * A delivered frame may sit parked for the CPU that built it (net.c);
+ * one a receiver is delivering as we start may be parked after our first
+ * look, on a CPU that builds nothing more: look again every
+ * MBCF_MR_DRAIN_PARKED.
+ */
+#define MBCF_MR_DRAIN_PARKED	max(1, HZ / 100)
+
 static void mbcf_mr_drain(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
-	while (!wait_for_completion_timeout(&mr->zc_idle, MBCF_MR_DRAIN_WARN))
-		netdev_warn(dev->ndev, "mbcf: dereg_mr of key 0x%x waits for %u frames still queued for transmission\n",
-			    mr->key, refcount_read(&mr->zc.refcnt));
+	unsigned long warn = jiffies + MBCF_MR_DRAIN_WARN;
+
+	for (;;) {
+		mbcf_net_unpark_all();
+		if (wait_for_completion_timeout(&mr->zc_idle,
+						MBCF_MR_DRAIN_PARKED))
+			return;
+		if (time_after(jiffies, warn)) {
+			netdev_warn(dev->ndev, "mbcf: dereg_mr of key 0x%x waits for %u frames still queued for transmission\n",
+				    mr->key, refcount_read(&mr->zc.refcnt));
+			warn = jiffies + MBCF_MR_DRAIN_WARN;
+		}
+	}
 }
 
 /*

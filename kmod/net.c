@@ -84,6 +84,88 @@ static void mbcf_net_unmap(const struct sk_buff *skb,
 }
 
 /*
+ * A zero-copy frame from a peer on this machine (a veth) is freed here,
+ * by its receiver, though its sender's CPU allocated it: the sk_buff goes
+ * back to a slab of the other CPU, whose next allocations then take
+ * SLUB's slow path (at 64 KiB a fifth of the sender's vCPU, half of it
+ * building new slabs), and the frees are half the receiver's kernel time.
+ * So such a frame is parked on a lock-free list of the CPU that built it
+ * (skb->alloc_cpu), as TCP does with skb_attempt_defer_free() (not
+ * exported), and that CPU frees its list the next time it builds or
+ * receives a frame of ours -- in a stream, when it takes the ACK that
+ * covers the frame.  A list holds MBCF_NET_PARKED_MAX frames at most (a
+ * CPU that stopped sending holds no more than that); beyond it, and for a
+ * CPU gone offline, the receiver frees the frame itself.  dereg_mr
+ * empties every list before it waits for the MR's frames
+ * (mbcf_net_unpark_all), and again while it waits.  Only our frames (the
+ * MR's ubuf_info): a list holds nothing but frames whose MR dereg_mr
+ * drains.
+ */
+#define MBCF_NET_PARKED_MAX	256
+
+struct mbcf_net_parked {
+	struct llist_head list;
+	atomic_t n;
+} ____cacheline_aligned_in_smp;
+
+static DEFINE_PER_CPU(struct mbcf_net_parked, mbcf_net_parked);
+
+static void mbcf_net_unpark(struct mbcf_net_parked *pk)
+{
+	struct llist_node *node = llist_del_all(&pk->list);
+	int n = 0;
+
+	while (node) {
+		struct sk_buff *skb = llist_entry(node, struct sk_buff, ll_node);
+
+		node = node->next;
+		consume_skb(skb);
+		n++;
+	}
+	atomic_sub(n, &pk->n);
+}
+
+/* This CPU's parked frames, if any.  With BH off. */
+static void mbcf_net_unpark_here(void)
+{
+	struct mbcf_net_parked *pk = this_cpu_ptr(&mbcf_net_parked);
+
+	if (!llist_empty(&pk->list))
+		mbcf_net_unpark(pk);
+}
+
+/* Every CPU's (dereg_mr, module unload).  Process context. */
+void mbcf_net_unpark_all(void)
+{
+	int cpu;
+
+	local_bh_disable();
+	for_each_possible_cpu(cpu)
+		mbcf_net_unpark(per_cpu_ptr(&mbcf_net_parked, cpu));
+	local_bh_enable();
+}
+
+static void mbcf_net_consume(struct sk_buff *skb)
+{
+	struct ubuf_info *uarg = skb_zcopy(skb);
+	unsigned int cpu = skb->alloc_cpu;
+	struct mbcf_net_parked *pk;
+
+	if (!uarg || !mbcf_mr_zc_ours(uarg) ||
+	    cpu == smp_processor_id() || cpu >= nr_cpu_ids || !cpu_online(cpu))
+		goto free;
+	pk = per_cpu_ptr(&mbcf_net_parked, cpu);
+	if (atomic_inc_return(&pk->n) > MBCF_NET_PARKED_MAX) {
+		atomic_dec(&pk->n);
+		goto free;
+	}
+	llist_add(&skb->ll_node, &pk->list);
+	return;
+free:
+	consume_skb(skb);
+}
+
+/*
  * One frame of ours, its MBCF header at skb->data: parse, describe the
  * payload, apply it to the QP it names.  Consumes the skb.  In softirq or
  * with bottom halves off.
@@ -119,7 +201,8 @@ static int mbcf_net_deliver(struct mbcf_dev *dev, struct sk_buff *skb)
 	mbcf_qp_rx(dev, &f, eth_hdr(skb)->h_source);
 	if (!f.payload)
 		mbcf_net_unmap(skb, &f);
-	consume_skb(skb);
+	mbcf_net_consume(skb);
+	mbcf_net_unpark_here();
 	return NET_RX_SUCCESS;
 
 drop_nomem:
@@ -410,6 +493,9 @@ static struct sk_buff *mbcf_net_alloc_head(struct mbcf_dev *dev, u32 len)
 	struct sk_buff *skb;
 	void *data;
 
+	local_bh_disable();
+	mbcf_net_unpark_here();
+	local_bh_enable();
 	if (size > PAGE_SIZE)
 		return alloc_skb(len, GFP_ATOMIC);
 	data = mbcf_net_head_frag(size);
