@@ -93,9 +93,11 @@ static void mbcf_net_unmap(const struct sk_buff *skb,
  * (skb->alloc_cpu), as TCP does with skb_attempt_defer_free() (not
  * exported), and that CPU frees its list the next time it builds or
  * receives a frame of ours -- in a stream, when it takes the ACK that
- * covers the frame.  A list holds MBCF_NET_PARKED_MAX frames at most (a
- * CPU that stopped sending holds no more than that); beyond it, and for a
- * CPU gone offline, the receiver frees the frame itself.  dereg_mr
+ * covers the frame -- into its cache of sk_buffs, from which it builds
+ * the next frames (mbcf_net_alloc_head).  A list holds
+ * MBCF_NET_PARKED_MAX frames at most (a CPU that stopped sending holds no
+ * more than that); beyond it, and for a CPU gone offline, the receiver
+ * frees the frame itself.  dereg_mr
  * empties every list before it waits for the MR's frames
  * (mbcf_net_unpark_all), and again while it waits.  Only our frames (the
  * MR's ubuf_info): a list holds nothing but frames whose MR dereg_mr
@@ -119,7 +121,7 @@ static void mbcf_net_unpark(struct mbcf_net_parked *pk)
 		struct sk_buff *skb = llist_entry(node, struct sk_buff, ll_node);
 
 		node = node->next;
-		consume_skb(skb);
+		napi_consume_skb(skb, 1);	/* BH off: budget 1 */
 		n++;
 	}
 	atomic_sub(n, &pk->n);
@@ -145,7 +147,7 @@ void mbcf_net_unpark_all(void)
 	local_bh_enable();
 }
 
-static void mbcf_net_consume(struct sk_buff *skb)
+static void mbcf_net_consume(struct mbcf_dev *dev, struct sk_buff *skb)
 {
 	struct ubuf_info *uarg = skb_zcopy(skb);
 	unsigned int cpu = skb->alloc_cpu;
@@ -160,6 +162,7 @@ static void mbcf_net_consume(struct sk_buff *skb)
 		goto free;
 	}
 	llist_add(&skb->ll_node, &pk->list);
+	this_cpu_inc(dev->rx_ctr->rx_zc_parked);
 	return;
 free:
 	consume_skb(skb);
@@ -201,7 +204,7 @@ static int mbcf_net_deliver(struct mbcf_dev *dev, struct sk_buff *skb)
 	mbcf_qp_rx(dev, &f, eth_hdr(skb)->h_source);
 	if (!f.payload)
 		mbcf_net_unmap(skb, &f);
-	mbcf_net_consume(skb);
+	mbcf_net_consume(dev, skb);
 	mbcf_net_unpark_here();
 	return NET_RX_SUCCESS;
 
@@ -505,7 +508,14 @@ static struct sk_buff *mbcf_net_alloc_head(struct mbcf_dev *dev, u32 len)
 	}
 	if (!data)
 		return NULL;
-	skb = build_skb(data, size);
+	/*
+	 * The sk_buff from this CPU's cache the stack keeps for NAPI drivers,
+	 * where the parked frames this CPU built went back (in a stream, the
+	 * last burst's): no slab allocation, no init_on_alloc zeroing.
+	 */
+	local_bh_disable();
+	skb = napi_build_skb(data, size);
+	local_bh_enable();
 	if (!skb) {
 		skb_free_frag(data);
 		return NULL;

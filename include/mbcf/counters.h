@@ -12,7 +12,9 @@
  * copied (a packet tap; a veth peer without our rx_handler); tx_head_miss,
  * frame heads the stack's page-fragment cache gave because every page the
  * CPU keeps for heads still held a live frame (kmod/net.c: each a piece
- * of a freshly zeroed page; in a healthy stream few or none).
+ * of a freshly zeroed page; in a healthy stream few or none);
+ * rx_zc_parked, zero-copy frames of a peer on this machine (a veth) that
+ * the receiver left to be freed by the CPU that built them (kmod/net.c).
  * tx_refused counts sequenced frames the link refused after xmit had
  * taken them (docs/protocol.md 7.7): the environment reports them with
  * mbcf_conn_refused(); tx_withdrawn (the kernel's) the frames of the
@@ -50,6 +52,7 @@
 	X(tx_zc_frames,		"tx_zerocopy_frames")			\
 	X(tx_zc_copied,		"tx_zerocopy_copied")			\
 	X(tx_head_miss,		"tx_head_pool_miss")			\
+	X(rx_zc_parked,		"rx_zerocopy_parked")			\
 	X(tx_oversize,		"tx_ud_oversize")			\
 	X(sq_doorbells,		"sq_doorbells")				\
 	X(tx_loop_deferred,	"tx_loop_deferred")			\
