@@ -97,11 +97,10 @@ static void mbcf_net_unmap(const struct sk_buff *skb,
  * the next frames (mbcf_net_alloc_head).  A list holds
  * MBCF_NET_PARKED_MAX frames at most (a CPU that stopped sending holds no
  * more than that); beyond it, and for a CPU gone offline, the receiver
- * frees the frame itself.  dereg_mr
- * empties every list before it waits for the MR's frames
- * (mbcf_net_unpark_all), and again while it waits.  Only our frames (the
- * MR's ubuf_info): a list holds nothing but frames whose MR dereg_mr
- * drains.
+ * frees the frame itself.  dereg_mr empties every list before it waits
+ * for the MR's frames (mbcf_net_unpark_all), and again while it waits.
+ * Only our frames (the MR's ubuf_info): a list holds nothing but frames
+ * whose MR dereg_mr drains.
  */
 #define MBCF_NET_PARKED_MAX	256
 
@@ -398,8 +397,8 @@ static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
  * unloads); when all are busy, the fragment cache serves.  The pages only
  * ever hold our own headers and copied payload: no byte of the old frame
  * in the head is sent (every frame writes what it sends, from data).
- * Per-CPU state: touched with BH off (the callers run under the QP's
- * lock or in softirq; local_bh_disable() keeps that true for any).
+ * Per-CPU state: touched with BH off (mbcf_net_alloc_head takes it off
+ * for any caller).
  */
 #define MBCF_NET_HEAD_PAGES	32
 
@@ -444,14 +443,16 @@ static bool mbcf_net_heads_next(struct mbcf_net_heads *h)
 	return true;
 }
 
-/* @size bytes (at most a page) with a page reference of their own, or NULL. */
+/*
+ * @size bytes (at most a page) with a page reference of their own, or
+ * NULL.  With BH off (mbcf_net_alloc_head).
+ */
 static void *mbcf_net_head_frag(u32 size)
 {
 	struct mbcf_net_heads *h;
 	void *data = NULL;
 	struct page *p;
 
-	local_bh_disable();
 	h = this_cpu_ptr(&mbcf_net_heads);
 	if (h->n && h->off + size <= PAGE_SIZE) {
 		p = h->page[h->cur];
@@ -466,7 +467,6 @@ static void *mbcf_net_head_frag(u32 size)
 		data = page_address(p) + h->off;
 		h->off += size;
 	}
-	local_bh_enable();
 	return data;
 }
 
@@ -496,28 +496,26 @@ static struct sk_buff *mbcf_net_alloc_head(struct mbcf_dev *dev, u32 len)
 	struct sk_buff *skb;
 	void *data;
 
-	local_bh_disable();
-	mbcf_net_unpark_here();
-	local_bh_enable();
 	if (size > PAGE_SIZE)
 		return alloc_skb(len, GFP_ATOMIC);
+	local_bh_disable();
+	/* first: the parked frames' heads may free a page of ours */
+	mbcf_net_unpark_here();
 	data = mbcf_net_head_frag(size);
 	if (!data) {
 		this_cpu_inc(dev->rx_ctr->tx_head_miss);
 		data = netdev_alloc_frag(size);
 	}
-	if (!data)
-		return NULL;
 	/*
 	 * The sk_buff from this CPU's cache the stack keeps for NAPI drivers,
 	 * where the parked frames this CPU built went back (in a stream, the
 	 * last burst's): no slab allocation, no init_on_alloc zeroing.
 	 */
-	local_bh_disable();
-	skb = napi_build_skb(data, size);
+	skb = data ? napi_build_skb(data, size) : NULL;
 	local_bh_enable();
 	if (!skb) {
-		skb_free_frag(data);
+		if (data)
+			skb_free_frag(data);
 		return NULL;
 	}
 	skb_reserve(skb, NET_SKB_PAD);
