@@ -313,6 +313,9 @@ struct mbcf_qp {
 	struct sk_buff_head txq;
 	bool tx_owner;
 	struct work_struct tx_work;
+	/* The most send requests one call took off the ring (wr.c): at most
+	 * the ring's size, whatever user space does. */
+	u32 sq_pull_max;
 	/*
 	 * The CPU whose transmit queue (XPS) all of this QP's frames take,
 	 * whichever CPU sends them: the one that created the QP (net.c,
@@ -346,6 +349,8 @@ struct mbcf_qp {
 };
 
 #define MBCF_QP_TX_BURST	64
+/* Batches a softirq sends for a QP before process context takes over. */
+#define MBCF_QP_TX_ROUNDS	2
 
 static inline struct mbcf_dev *to_mbcf_dev(struct ib_device *ibdev)
 {
@@ -450,7 +455,7 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
 		      u32 stride, u32 max_sge);
 void mbcf_wr_free(struct mbcf_wq *q);
-int mbcf_wr_pull_sq(struct mbcf_qp *qp);
+int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more);
 void mbcf_wr_fail_head(struct mbcf_qp *qp);
 bool mbcf_wr_flush(struct mbcf_qp *qp);
 void mbcf_wr_reset(struct mbcf_qp *qp);

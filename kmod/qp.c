@@ -93,8 +93,10 @@ static void mbcf_qp_to_error(struct mbcf_qp *qp)
  */
 static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
+	bool more = false;
+
 	if (qp->state == IB_QPS_RTS && !(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
-	    mbcf_wr_pull_sq(qp) > 0 && !qp->ud) {
+	    mbcf_wr_pull_sq(qp, &more) > 0 && !qp->ud) {
 		mbcf_conn_kick(&qp->conn, now);
 		/*
 		 * Local requests and UC messages can all complete within the
@@ -106,9 +108,11 @@ static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 		 */
 		if (!(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
 		    !mbcf_conn_progress_due(&qp->conn) &&
-		    mbcf_wr_pull_sq(qp) > 0)
+		    mbcf_wr_pull_sq(qp, &more) > 0)
 			mbcf_qp_defer(qp);
 	}
+	if (more)	/* a ring's worth, or a burst of datagrams, was taken */
+		mbcf_qp_defer(qp);
 	if (unlikely(qp->pend & MBCF_QP_PEND_WQE) &&
 	    !mbcf_conn_outstanding(&qp->conn))
 		mbcf_wr_fail_head(qp);
@@ -151,12 +155,16 @@ static void mbcf_qp_refused(struct mbcf_qp *qp,
  * meanwhile, so frames leave in the order they were built.  When the core
  * held frames back (a burst was queued), @task contexts (process context)
  * kick it and go on sending; softirq contexts leave that to tx_work, so
- * a frame received never costs more than a burst.  The MR the hold kept
- * (mr.c, mbcf_mr_use) is let go before each release of the lock.
+ * a frame received never costs more than a burst.  Nor does a softirq
+ * send for ever what other contexts keep queueing while it owns the
+ * transmit: after MBCF_QP_TX_ROUNDS batches, tx_work sends the rest.  The
+ * MR the hold kept (mr.c, mbcf_mr_use) is let go before each release of
+ * the lock.
  */
 static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 {
 	struct sk_buff_head batch;
+	unsigned int rounds = 0;
 	u8 events;
 	u64 due;
 
@@ -164,6 +172,10 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 	while (!qp->tx_owner && !skb_queue_empty(&qp->txq)) {
 		struct mbcf_net_refused ref = {};
 
+		if (!task && rounds++ == MBCF_QP_TX_ROUNDS) {
+			mbcf_qp_defer(qp);
+			break;
+		}
 		qp->tx_owner = true;
 		skb_queue_splice_init(&qp->txq, &batch);
 		mbcf_mr_forget(qp);

@@ -67,7 +67,27 @@ struct mbcf_stats_qp {
 	u32 wnd, wnd_max, srtt_us, rttvar_us, rto_us;
 	u64 tx_frames, retransmits, timeouts, tail_probes, window_cuts;
 	u64 selective_repeats;
+	u32 sq_pull_max;
 };
+
+/* Every QP: the most send requests one call took off its ring (wr.c). */
+static int mbcf_stats_fill_pull(struct sk_buff *msg, struct mbcf_qp *qp)
+{
+	struct nlattr *table;
+	int err;
+
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	err = rdma_nl_put_driver_u32(msg, "sq_pull_max",
+				     READ_ONCE(qp->sq_pull_max));
+	if (err) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}
 
 static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 {
@@ -77,7 +97,7 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct nlattr *table;
 
 	if (ibqp->qp_type != IB_QPT_RC && ibqp->qp_type != IB_QPT_UC)
-		return 0;
+		return mbcf_stats_fill_pull(msg, qp);
 	spin_lock_bh(&qp->lock);
 	s = (struct mbcf_stats_qp){
 		.wnd = c->wnd, .wnd_max = c->cfg.window,
@@ -88,6 +108,7 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 		.timeouts = c->ctr.timeouts, .tail_probes = c->ctr.tail_probes,
 		.window_cuts = c->ctr.window_cuts,
 		.selective_repeats = c->ctr.selective_repeats,
+		.sq_pull_max = qp->sq_pull_max,
 	};
 	spin_unlock_bh(&qp->lock);
 
@@ -104,7 +125,8 @@ static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u64(msg, "retransmit_timeouts", s.timeouts) ||
 	    rdma_nl_put_driver_u64(msg, "tail_probes", s.tail_probes) ||
 	    rdma_nl_put_driver_u64(msg, "window_cuts", s.window_cuts) ||
-	    rdma_nl_put_driver_u64(msg, "selective_repeats", s.selective_repeats)) {
+	    rdma_nl_put_driver_u64(msg, "selective_repeats", s.selective_repeats) ||
+	    rdma_nl_put_driver_u32(msg, "sq_pull_max", s.sq_pull_max)) {
 		nla_nest_cancel(msg, table);
 		return -EMSGSIZE;
 	}

@@ -185,6 +185,28 @@ static int mbcf_wq_avail(struct mbcf_wq *q, u32 *n, bool *broke)
 	return 0;
 }
 
+/*
+ * mbcf_wq_avail() for a consumer that stops when the ring is empty: an
+ * empty ring is marked idle (the next post rings the doorbell) unless
+ * entries came meanwhile.  At most two reads of the producer's index: the
+ * index only grows, so one that showed an entry to
+ * mbcf_ring_consumer_idle() and none to the second read went back, and
+ * the ring is broken.  A producer flipping its index cannot keep us here.
+ */
+static int mbcf_wq_avail_or_idle(struct mbcf_wq *q, u32 *n, bool *broke)
+{
+	int err = mbcf_wq_avail(q, n, broke);
+
+	if (err || *n || mbcf_ring_consumer_idle(&q->ring))
+		return err;
+	err = mbcf_wq_avail(q, n, broke);
+	if (!err && !*n) {
+		q->broken = *broke = true;
+		err = -EPROTO;
+	}
+	return err;
+}
+
 /* mbcf_wq_avail() of one of @qp's own rings: breaking it fails the QP. */
 static int mbcf_wr_avail(struct mbcf_qp *qp, struct mbcf_wq *q, u32 *n)
 {
@@ -467,37 +489,63 @@ static bool mbcf_wr_take_send(struct mbcf_qp *qp)
 }
 
 /*
- * Hand the core what the send ring holds; returns how many requests.
- * When the ring is empty we tell the provider to ring the doorbell next
- * time, unless an acknowledgement (or a response, GO) is bound to come
- * soon and settle the QP again: that pulls whatever was posted meanwhile,
- * so a streaming sender costs no system call per request.  Quiet
- * (unsignaled) messages at the end of a burst ask for no acknowledgement
- * (docs/protocol.md 6.1 rule 3), and theirs comes late: a post after them
- * rings the doorbell, else it would wait for that late ACK.  Bounded by the ring: a request's slot stays
- * taken until it completes, which cannot happen while we hold the lock.
+ * New send requests, or none: then the ring is marked idle (the next post
+ * rings the doorbell), unless an acknowledgement (or a response, GO) is
+ * bound to come soon and settle the QP again: that pulls whatever was
+ * posted meanwhile, so a streaming sender costs no system call per
+ * request.  Quiet (unsignaled) messages at the end of a burst ask for no
+ * acknowledgement (docs/protocol.md 6.1 rule 3), and theirs comes late: a
+ * post after them rings the doorbell, else it would wait for that late ACK.
  */
-int mbcf_wr_pull_sq(struct mbcf_qp *qp)
+static int mbcf_wr_sq_avail(struct mbcf_qp *qp, u32 *n)
 {
 	struct mbcf_wq *q = &qp->sq;
-	int queued = 0;
-	u32 n;
+	bool broke;
+	int err;
 
-	for (;;) {
-		if (mbcf_wr_avail(qp, q, &n))
-			return queued;
-		if (!n) {
-			if (mbcf_conn_progress_due(&qp->conn) ||
-			    mbcf_ring_consumer_idle(&q->ring))
-				return queued;
-			continue;
-		}
+	if (mbcf_conn_progress_due(&qp->conn))
+		err = mbcf_wq_avail(q, n, &broke);
+	else
+		err = mbcf_wq_avail_or_idle(q, n, &broke);
+	if (broke)
+		qp->pend |= MBCF_QP_PEND_FATAL;
+	return err;
+}
+
+/*
+ * Hand the core what the send ring holds; returns how many requests.
+ * Bounded by one ring's worth per call whatever the producer does: an RC
+ * or UC request keeps its slot until it completes, which cannot happen
+ * while we hold the lock, but a datagram completes as it is taken and
+ * frees its slot at once, so a producer racing us could refill the ring
+ * for ever.  Datagrams also stop at a transmit burst (their frames are
+ * queued on qp->txq like the stream's).  *@more says requests were left
+ * for the next call (qp.c defers it to process context).  qp->sq_pull_max
+ * keeps the most taken by one call, for `rdma res show qp -dd`.
+ */
+int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more)
+{
+	u32 budget = qp->sq.ring.mask + 1;
+	u32 queued = 0, n;
+
+	lockdep_assert_held(&qp->lock);
+	while (queued < budget && !mbcf_wr_sq_avail(qp, &n) && n) {
+		n = min(n, budget - queued);
 		for (; n; n--) {
+			if (qp->ud && skb_queue_len(&qp->txq) >= MBCF_QP_TX_BURST)
+				goto out;
 			if (!mbcf_wr_take_send(qp))
-				return queued;
+				goto out_max;
 			queued++;
 		}
 	}
+	if (queued < budget)
+		goto out_max;
+out:
+	*more = true;	/* ring left non-empty, or not looked at again */
+out_max:
+	qp->sq_pull_max = max(qp->sq_pull_max, queued);
+	return queued;
 }
 
 /* ---- completions ------------------------------------------------------------- */
@@ -773,17 +821,13 @@ static int mbcf_wr_claim_srq(struct mbcf_qp *qp, u32 *cap)
 	u32 n;
 
 	spin_lock(&srq->lock);
-	for (;;) {
-		if (mbcf_wq_avail(q, &n, &broke)) {
-			r = MBCF_CLAIM_BAD;
-			goto out;
-		}
-		if (n)
-			break;
-		if (mbcf_ring_consumer_idle(&q->ring)) {
-			r = MBCF_CLAIM_NONE;	/* a doorbell wakes every QP */
-			goto out;
-		}
+	if (mbcf_wq_avail_or_idle(q, &n, &broke)) {
+		r = MBCF_CLAIM_BAD;
+		goto out;
+	}
+	if (!n) {
+		r = MBCF_CLAIM_NONE;	/* a doorbell wakes every QP */
+		goto out;
 	}
 	e = mbcf_ring_entry(&q->ring, q->ring.rd);
 	memcpy(&h, e, sizeof(h));
@@ -834,20 +878,21 @@ int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap)
 	const struct mbcf_recv_wqe *e;
 	struct mbcf_wr_recv *w;
 	struct mbcf_recv_wqe h;
+	bool broke;
+	int err;
 	u32 n;
 
 	if (qp->srq) {
 		*cookie = 0;
 		return mbcf_wr_claim_srq(qp, cap);
 	}
-	for (;;) {
-		if (mbcf_wr_avail(qp, q, &n))
-			return MBCF_CLAIM_BAD;
-		if (n)
-			break;
-		if (mbcf_ring_consumer_idle(&q->ring))
-			return MBCF_CLAIM_NONE;	/* the core sends STOP */
-	}
+	err = mbcf_wq_avail_or_idle(q, &n, &broke);
+	if (broke)
+		qp->pend |= MBCF_QP_PEND_FATAL;
+	if (err)
+		return MBCF_CLAIM_BAD;
+	if (!n)
+		return MBCF_CLAIM_NONE;	/* the core sends STOP */
 	e = mbcf_ring_entry(&q->ring, q->ring.rd);
 	memcpy(&h, e, sizeof(h));
 	w = mbcf_wr_recv_at(q, q->ring.rd);
