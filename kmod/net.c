@@ -222,6 +222,14 @@ static int mbcf_net_rcv_one(struct mbcf_dev *dev, struct sk_buff *skb)
 		kfree_skb(skb);
 		return NET_RX_DROP;
 	}
+	/* mbcf joins no group: a frame to a broadcast or multicast MAC is
+	 * no one's (it would reach every mbcf host on the segment at once) */
+	if (skb->pkt_type == PACKET_BROADCAST || skb->pkt_type == PACKET_MULTICAST) {
+		this_cpu_inc(dev->rx_ctr->rx_frames);
+		this_cpu_inc(dev->rx_ctr->drop_not_unicast);
+		kfree_skb(skb);
+		return NET_RX_DROP;
+	}
 	skb = skb_share_check(skb, GFP_ATOMIC);
 	if (!skb) {
 		this_cpu_inc(dev->rx_ctr->rx_frames);

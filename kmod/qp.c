@@ -721,6 +721,18 @@ static u64 mbcf_qp_rto_ns(u8 timeout)
 	return 4096ull << min_t(u8, timeout, 31);
 }
 
+/*
+ * A connection's peer is one host: a group MAC (broadcast, multicast) or
+ * none would send its stream to every host on the segment (AHs refuse
+ * them too, ah.c).
+ */
+static bool mbcf_qp_unicast_av(const struct rdma_ah_attr *ah)
+{
+	const u8 *mac = rdma_ah_retrieve_dmac((struct rdma_ah_attr *)ah);
+
+	return mac && is_valid_ether_addr(mac);
+}
+
 /* All or nothing: nothing of a modify_qp is applied unless all of it is valid. */
 static int mbcf_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
 {
@@ -733,7 +745,8 @@ static int mbcf_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
 	    (mask & IB_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
 	    (mask & IB_QP_TIMEOUT && attr->timeout > 31) ||
 	    (mask & IB_QP_RETRY_CNT && attr->retry_cnt > 7) ||
-	    (mask & IB_QP_RNR_RETRY && attr->rnr_retry > 7))
+	    (mask & IB_QP_RNR_RETRY && attr->rnr_retry > 7) ||
+	    (mask & IB_QP_AV && !mbcf_qp_unicast_av(&attr->ah_attr)))
 		return -EINVAL;
 	return 0;
 }

@@ -97,6 +97,7 @@
 	X(drop_bad_resp,	"drop_bad_response")			\
 	X(drop_local_err,	"drop_local_error")			\
 	X(drop_bad_qkey,	"drop_bad_qkey")			\
+	X(drop_not_unicast,	"drop_not_unicast")			\
 	X(remote_errors,	"remote_errors")			\
 	X(recv_completions,	"recv_completions")			\
 	X(send_completions,	"send_completions")

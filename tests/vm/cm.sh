@@ -57,24 +57,9 @@ for want in "0000:0000:0000:0000:0000:ffff:c000:020b" "$(v6hex "$IP6_1")"; do
 		{ failed=$((failed + 1)); echo "FAIL: mbcf1 has no GID $want"; gids mbcf1 | sed 's/^/  | /'; }
 done
 
-# wait_listen PORT: a CM id listens on PORT (tcp:PORT: a TCP socket), so a
-# client is never rejected for coming too early (under TCG a server takes
-# seconds to start).
+# wait_listen PORT: lib.sh's vm_wait_listen (the name the cases use).
 wait_listen() {
-	local port=$1 end=$((SECONDS + 60))
-	# a deadline, not a count: under a loaded TCG host `rdma resource
-	# show` alone can take a second
-	while ((SECONDS < end)); do
-		case $port in
-		tcp:*) ss -Hltn "sport = :${port#tcp:}" | grep -q . && return 0 ;;
-		*) rdma resource show cm_id 2>/dev/null |
-			grep -Eq "state LISTEN .*src-addr [^ ]*[:.]$port( |\$)" && return 0 ;;
-		esac
-		sleep 0.2
-	done
-	echo "FAIL: nothing listens on port $port after 60 s"
-	rdma resource show cm_id | sed 's/^/  | /'
-	return 1
+	vm_wait_listen "$@"
 }
 
 # run_case NAME PORT WHERE 'SERVER CMD' 'CLIENT CMD' CLIENT_RE [SERVER_RE]

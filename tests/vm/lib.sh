@@ -187,6 +187,26 @@ in_ns1() {
 	ip netns exec "$VM_NS" "$@"
 }
 
+# vm_wait_listen PORT: a CM id listens on PORT (tcp:PORT: a TCP socket), so
+# a client is never rejected for coming too early (under TCG a server takes
+# seconds to start).
+vm_wait_listen() {
+	local port=$1 end=$((SECONDS + 60))
+	# a deadline, not a count: under a loaded TCG host `rdma resource
+	# show` alone can take a second
+	while ((SECONDS < end)); do
+		case $port in
+		tcp:*) ss -Hltn "sport = :${port#tcp:}" | grep -q . && return 0 ;;
+		*) rdma resource show cm_id 2>/dev/null |
+			grep -Eq "state LISTEN .*src-addr [^ ]*[:.]$port( |\$)" && return 0 ;;
+		esac
+		sleep 0.2
+	done
+	echo "FAIL: nothing listens on port $port after 60 s"
+	rdma resource show cm_id | sed 's/^/  | /'
+	return 1
+}
+
 # vm_dev_ctr DEVICE NAME: print one of an RDMA device's port-1 counters.
 vm_dev_ctr() {
 	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'

@@ -39,7 +39,7 @@ VERDICTS="rx_accepted ack_rx nak_rx lost_rx stop_rx go_rx remote_errors
 	drop_nomem drop_malformed drop_truncated drop_bad_version drop_bad_opcode
 	drop_bad_length drop_wrong_qp drop_out_of_sequence drop_duplicate
 	drop_rnr_stopped drop_qp_error drop_bad_ack drop_bad_response
-	drop_local_error"
+	drop_local_error drop_not_unicast"
 
 # counters DEV ARRAY: `rdma statistic show link DEV/1` into ARRAY[name]=value.
 counters() {
