@@ -402,6 +402,11 @@ slub_debug=${MBCF_VM_SLUB_DEBUG-FZP}
 if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
 	cmdline+=" slub_debug=$slub_debug"
 fi
+# The debug lane stops at the first soft lockup and reports an RCU stall
+# after 15 s, not 21: a loop in softirq or under a spinlock that the wire
+# or user space can stretch fails the run there (the stock kernel's log
+# scan fails on the splat alone).
+[ -n "$debug_dir" ] && cmdline+=" softlockup_panic=1 rcupdate.rcu_cpu_stall_timeout=15"
 # Extra kernel parameters for experiments, e.g. MBCF_VM_APPEND=kmemleak=off.
 [ -n "${MBCF_VM_APPEND:-}" ] && cmdline+=" $MBCF_VM_APPEND"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
