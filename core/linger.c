@@ -5,8 +5,49 @@
  */
 #include "internal.h"
 
+static bool linger_older(const struct mbcf_linger_ent *a,
+			 const struct mbcf_linger_ent *b)
+{
+	return !b || (s64)(a->until - b->until) < 0;
+}
+
+static u32 linger_held(const struct mbcf_linger *l, u64 owner)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < MBCF_LINGER_N; i++)
+		n += l->e[i].owner == owner;
+	return n;
+}
+
+/*
+ * The entry a new one takes (core.h): a free or expired one, else the
+ * oldest of the owner that holds the most.  At most MBCF_LINGER_N^2 steps
+ * (4096 comparisons): a constant, under the environment's lock.
+ */
+static struct mbcf_linger_ent *linger_slot(struct mbcf_linger *l, u64 now)
+{
+	struct mbcf_linger_ent *e, *best = NULL;
+	u32 i, n, most = 0;
+
+	for (i = 0; i < MBCF_LINGER_N; i++) {
+		e = &l->e[i];
+		if (!e->until || (s64)(now - e->until) >= 0)
+			return e;
+	}
+	for (i = 0; i < MBCF_LINGER_N; i++) {
+		e = &l->e[i];
+		n = linger_held(l, e->owner);
+		if (n > most || (n == most && linger_older(e, best))) {
+			most = n;
+			best = e;
+		}
+	}
+	return best;
+}
+
 void mbcf_linger_add(struct mbcf_linger *l, const struct mbcf_conn *c,
-		     const u8 *peer, u64 now)
+		     const u8 *peer, u64 owner, u64 now)
 {
 	struct mbcf_linger_ent *e;
 
@@ -14,8 +55,9 @@ void mbcf_linger_add(struct mbcf_linger *l, const struct mbcf_conn *c,
 	if (c->state != MBCF_CONN_RTS || c->cfg.uc)
 		return;
 	mbcf_linger_forget(l, c->cfg.local_qpn);
-	e = &l->e[l->next++ % MBCF_LINGER_N];
+	e = linger_slot(l, now);
 	e->until = now + MBCF_LINGER_NS;
+	e->owner = owner;
 	e->qpn = c->cfg.local_qpn;
 	e->remote_qpn = c->cfg.remote_qpn;
 	e->rcv_nxt = c->rcv_nxt;

@@ -656,6 +656,15 @@ err_count:
  * frames in flight to it have dropped their references, the timer and the
  * transmit work are cancelled, and user space may only keep a dead ring.
  */
+/* Whose linger entry a QP leaves (core/linger.c): its user context's, or
+ * the kernel's (0). */
+static u64 mbcf_qp_owner(const struct mbcf_qp *qp)
+{
+	const struct ib_uobject *pd = qp->ibqp.pd->uobject;
+
+	return pd ? (uintptr_t)pd->context : 0;
+}
+
 int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
@@ -668,7 +677,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (!qp->ud) {		/* its last words, before the flush resets it */
 		spin_lock(&dev->linger_lock);
 		mbcf_linger_add(&dev->linger, &qp->conn, qp->dmac,
-				mbcf_proto_now());
+				mbcf_qp_owner(qp), mbcf_proto_now());
 		spin_unlock(&dev->linger_lock);
 	}
 	if (qp->conn.state != MBCF_CONN_RESET)

@@ -620,13 +620,18 @@ bool mbcf_conn_pace_due(const struct mbcf_conn *c, u64 *due);
  * for an answer, is answered with the ACK that was lost.  IB has no
  * closing handshake: without this the peer of a program that exits right
  * after its last receive fails with RETRY_EXC_ERR whenever that final ACK
- * is lost.  A small table per device; the oldest entry makes room.
+ * is lost.  A small table per device, shared fairly: a free or expired
+ * entry makes room first, else the oldest entry of the owner (the
+ * environment's tag for who destroyed the QP: a user context, the kernel)
+ * that holds the most -- one user churning QPs evicts its own entries,
+ * never the others'.
  */
 #define MBCF_LINGER_N		64
 #define MBCF_LINGER_NS		2000000000ull	/* 2 s */
 
 struct mbcf_linger_ent {
 	u64 until;		/* ns; 0 = free */
+	u64 owner;
 	u32 qpn, remote_qpn;
 	u32 rcv_nxt;		/* what the ACK acknowledges */
 	u32 snd_max;		/* its psn field (informational) */
@@ -635,12 +640,11 @@ struct mbcf_linger_ent {
 
 struct mbcf_linger {
 	struct mbcf_linger_ent e[MBCF_LINGER_N];
-	u32 next;		/* the slot the next entry takes */
 };
 
-/* A connected QP is going away: remember what it would answer. */
+/* A connected QP of @owner is going away: remember what it would answer. */
 void mbcf_linger_add(struct mbcf_linger *l, const struct mbcf_conn *c,
-		     const u8 *peer, u64 now);
+		     const u8 *peer, u64 owner, u64 now);
 /* A QP number is in use again: its old entry must not answer for it. */
 void mbcf_linger_forget(struct mbcf_linger *l, u32 qpn);
 /*

@@ -12,6 +12,7 @@ namespace {
 
 const uint8_t kPeer[6] = { 2, 0, 0, 0, 0, 0x11 };
 const uint8_t kOther[6] = { 2, 0, 0, 0, 0, 0x99 };
+const uint64_t kOwner = 0x1000;
 
 class Linger : public Pair {
 protected:
@@ -28,7 +29,7 @@ protected:
 		post(a, MBCF_OP_WRITE, 10);		// psn 101
 		pump(a, b, now);
 		b.out.clear();				// its ACK, lost
-		mbcf_linger_add(&l, &b.conn, kPeer, now);
+		mbcf_linger_add(&l, &b.conn, kPeer, kOwner, now);
 		added = now;
 		fire(a);				// a resends 101
 		EXPECT_EQ(a.out.size(), 1u);
@@ -112,7 +113,7 @@ TEST_F(Linger, ItEndsAfterTwoSecondsOrWhenTheNumberIsReused)
 TEST_F(Linger, ConnectedQpsOnlyAndTheOldestMakesRoom)
 {
 	mbcf_conn_flush(&b.conn);			// verbs: modify to ERR
-	mbcf_linger_add(&l, &b.conn, kPeer, now);
+	mbcf_linger_add(&l, &b.conn, kPeer, kOwner, now);
 	for (auto &e : l.e)
 		EXPECT_EQ(e.until, 0u);
 
@@ -121,7 +122,7 @@ TEST_F(Linger, ConnectedQpsOnlyAndTheOldestMakesRoom)
 	for (uint32_t q = 1; q <= MBCF_LINGER_N + 1; q++) {
 		cfg.local_qpn = q;
 		ASSERT_EQ(c.init(cfg), 0);
-		mbcf_linger_add(&l, &c.conn, kPeer, now);
+		mbcf_linger_add(&l, &c.conn, kPeer, kOwner, now);
 	}
 	int live = 0;
 	bool first = false, last = false;
@@ -133,6 +134,50 @@ TEST_F(Linger, ConnectedQpsOnlyAndTheOldestMakesRoom)
 	EXPECT_EQ(live, MBCF_LINGER_N);
 	EXPECT_FALSE(first);
 	EXPECT_TRUE(last);
+}
+
+// Fair sharing: one owner churning QPs takes the free entries, then
+// replaces only its own oldest; another owner's entries all stay.  A light
+// owner still gets an entry in a full table: the churner's oldest.
+TEST_F(Linger, AChurningOwnerEvictsOnlyItsOwn)
+{
+	Env c;
+	mbcf_conn_cfg cfg = default_cfg(0, 0x11);
+	auto add = [&](uint32_t qpn, uint64_t owner) {
+		cfg.local_qpn = qpn;
+		ASSERT_EQ(c.init(cfg), 0);
+		mbcf_linger_add(&l, &c.conn, kPeer, owner, now);
+		now += 1000;
+	};
+	auto held = [&](uint64_t owner) {
+		int n = 0;
+		for (auto &e : l.e)
+			n += e.until && e.owner == owner;
+		return n;
+	};
+
+	for (uint32_t q = 1; q <= 8; q++)
+		add(0x100 + q, 7);			// the victim's 8 entries
+	for (uint32_t q = 1; q <= 10000; q++)
+		add(0x10000 + q, 9);			// the churner
+	EXPECT_EQ(held(7), 8);
+	EXPECT_EQ(held(9), MBCF_LINGER_N - 8);
+	for (auto &e : l.e) {				// its newest are kept
+		if (e.owner == 9)
+			EXPECT_GT(e.qpn, 0x10000u + 10000 - (MBCF_LINGER_N - 8));
+	}
+
+	add(0x200, 5);					// a third, light owner
+	EXPECT_EQ(held(5), 1);
+	EXPECT_EQ(held(7), 8);
+	EXPECT_EQ(held(9), MBCF_LINGER_N - 9);		// the heaviest gave one
+
+	now += MBCF_LINGER_NS;				// all expired: any slot
+	add(0x300, 7);
+	int live = 0;
+	for (auto &e : l.e)
+		live += e.until > now;
+	EXPECT_EQ(live, 1);
 }
 
 }  // namespace

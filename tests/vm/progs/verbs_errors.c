@@ -806,6 +806,59 @@ static void peer_case(int link_down)
 
 static void c_peer_destroyed(void) { peer_case(0); }
 
+/*
+ * RTR towards a GID whose MAC is a group address: the multicast GID ff02::1
+ * (33:33:00:00:00:01) and a link-local GID whose EUI-64 carries the
+ * multicast MAC 01:00:00:00:00:01.  A connection's peer is one host:
+ * modify_qp fails with EINVAL and the QP stays in INIT; the peer's own GID
+ * then takes it to RTR.
+ */
+static void c_av_group_mac(void)
+{
+	static const uint8_t group[2][16] = {
+		{ 0xff, 0x02, [15] = 0x01 },
+		{ 0xfe, 0x80, [8] = 0x03, 0x00, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	int i, ret;
+
+	make_qp(&A);
+	make_qp(&B);
+	if (ibv_modify_qp(A.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		vp_die_errno("modify_qp INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = B.qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	for (i = 0; i < 2; i++) {
+		memcpy(a.ah_attr.grh.dgid.raw, group[i], 16);
+		ret = ibv_modify_qp(A.qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER);
+		if (ret != EINVAL)
+			vc_fail("RTR to group GID %d: %s, want EINVAL", i,
+				ret ? strerror(ret) : "accepted");
+		expect_state(&A, IBV_QPS_INIT, "after the refused RTR");
+	}
+	a.ah_attr.grh.dgid = B.gid;
+	ret = ibv_modify_qp(A.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		vc_fail("RTR to the peer's GID: %s", strerror(ret));
+	expect_state(&A, IBV_QPS_RTR, "after RTR to the peer");
+	pair_down();
+}
+
 static void c_peer_link_down(void)
 {
 	if (!strcmp(dev_a, dev_b)) {
@@ -1507,6 +1560,7 @@ static const struct tcase cases[] = {
 	{ "rnr_infinite", c_rnr_infinite, "errors", "SEND, no receive, rnr_retry 7 -> completes once a receive is posted" },
 	{ "recv_too_small", c_recv_too_small, "errors", "SEND longer than the receive -> LOC_LEN_ERR / REM_INV_REQ_ERR" },
 	{ "peer_destroyed", c_peer_destroyed, "errors", "peer QP destroyed -> RETRY_EXC_ERR within bounds" },
+	{ "av_group_mac", c_av_group_mac, "errors", "RTR to a multicast/broadcast-MAC GID -> EINVAL, QP stays INIT" },
 	{ "peer_link_down", c_peer_link_down, "errors", "peer link down -> RETRY_EXC_ERR within bounds" },
 	{ "events", c_events, "events", "completion channel, solicited-only" },
 	{ "write_imm", c_write_imm, "data", "RDMA_WRITE_WITH_IMM: imm, byte_len, flags, bytes" },
