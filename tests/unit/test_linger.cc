@@ -163,8 +163,9 @@ TEST_F(Linger, AChurningOwnerEvictsOnlyItsOwn)
 	EXPECT_EQ(held(7), 8);
 	EXPECT_EQ(held(9), MBCF_LINGER_N - 8);
 	for (auto &e : l.e) {				// its newest are kept
-		if (e.owner == 9)
+		if (e.owner == 9) {
 			EXPECT_GT(e.qpn, 0x10000u + 10000 - (MBCF_LINGER_N - 8));
+		}
 	}
 
 	add(0x200, 5);					// a third, light owner
