@@ -68,6 +68,7 @@
 	X(window_cuts,		"window_cuts")				\
 	X(selective_repeats,	"selective_repeats")			\
 	X(selective_refills,	"selective_refills")			\
+	X(sel_refill_steps,	"selective_refill_steps")		\
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
 	X(acks_tx,		"ack_tx")				\
