@@ -168,6 +168,14 @@ struct mbcf_ops {
 			     u64 compare, u64 *orig);
 	/* Take the oldest posted receive: an enum mbcf_claim. */
 	int (*recv_claim)(void *env, u64 *cookie, u32 *cap);
+	/*
+	 * Datagrams (docs/protocol.md 15): the cap of the receive recv_claim
+	 * would take next, without taking it: an enum mbcf_claim.  A datagram
+	 * it cannot hold is dropped and the receive stays posted.  Optional:
+	 * without it such a datagram consumes the receive (LOC_LEN_ERR), and
+	 * a consumer that does not repost it (the MAD layer) runs dry.
+	 */
+	int (*recv_peek)(void *env, u32 *cap);
 	/* Copy into a claimed receive at byte offset (within cap, checked):
 	 * 0, or nonzero = local protection error (the receive completes with
 	 * LOC_PROT_ERR and the message is NAKed with REMOTE_OP_ERROR). */
@@ -558,6 +566,9 @@ void mbcf_conn_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now);
 void mbcf_conn_flush(struct mbcf_conn *c);
 /* dgram.c: docs/protocol.md 15 */
 #define MBCF_GRH_LEN		40
+/* QP1, the GSI QP, carries management datagrams of MBCF_MAD_LEN bytes. */
+#define MBCF_GSI_QPN		1
+#define MBCF_MAD_LEN		256
 /* The largest datagram at this MTU (after the GRH the receiver adds). */
 u32 mbcf_dgram_max_payload(u32 mtu);
 /* The largest UD message at this MTU: the largest IB MTU a frame carries. */
