@@ -387,6 +387,13 @@ struct mbcf_conn {
 	u16 early_len[MBCF_EARLY_SPAN];
 	u32 early_rkey;
 	u32 early_n;		/* bits set in rx_early */
+	bool rx_snd_settled;	/* our stream's start was settled before the
+				 * frame being taken (not by its ack_psn) */
+	bool rx_ack_ours;	/* the frame being taken acknowledges a psn
+				 * in snd_una .. snd_max as they stood before
+				 * it, our stream's start settled before it:
+				 * state a blind spoofer cannot guess, which
+				 * a frame placed early must show (5.1) */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
 	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
 	u64 ack_lazy_at;	/* responses accepted unasked, or a request

@@ -61,6 +61,7 @@
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\
 	X(rx_early,		"rx_placed_early")			\
+	X(rx_early_refused,	"rx_early_refused")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
 	X(rto_shared,		"retransmit_waits_shared")		\
