@@ -537,6 +537,26 @@ static void recv_uc_drop_msg(struct mbcf_conn *c)
 	c->rx_off = 0;
 }
 
+/*
+ * UC (10): a frame at most MBCF_UC_REACH - 1 psns after rcv_nxt is taken,
+ * whatever was lost before it; one further ahead only if it acknowledges
+ * our own stream as it stood before the frame (its ack_psn in snd_max -
+ * MBCF_UC_REACH .. snd_max: the peer's rcv_nxt, our start settled before
+ * it), which a blind spoofer cannot guess.  So a
+ * spoofed frame must guess the psn within MBCF_UC_REACH (not 2^23), and an
+ * honest stream that lost more than that in a row still resynchronises.
+ */
+static bool recv_uc_in_reach(const struct mbcf_conn *c,
+			     const struct mbcf_frame *f)
+{
+	u32 from = mbcf_seq_add(c->snd_max, MBCF_PSN_MASK + 1 - MBCF_UC_REACH);
+
+	if ((u32)mbcf_seq_diff(f->psn, c->rcv_nxt) < MBCF_UC_REACH)
+		return true;
+	return c->rx_snd_settled &&
+	       mbcf_seq_in(f->ack_psn, from, MBCF_UC_REACH + 1);
+}
+
 static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	recv_handler h = recv_handlers[f->op];
@@ -544,6 +564,10 @@ static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
 
 	if (mbcf_seq_lt(f->psn, c->rcv_nxt)) {
 		c->ctr.drop_duplicate++;	/* reordered: already past it */
+		return;
+	}
+	if (!recv_uc_in_reach(c, f)) {
+		c->ctr.drop_out_of_seq++;	/* changes nothing */
 		return;
 	}
 	if (f->psn != c->rcv_nxt)

@@ -686,6 +686,8 @@ const char *mbcf_conn_state_name(u8 state);
 
 #define MBCF_WINDOW_MIN		4
 #define MBCF_WINDOW_MAX		(1u << 16)
+/* UC: how far after rcv_nxt a frame is taken unproven (docs/protocol.md 10) */
+#define MBCF_UC_REACH		MBCF_WINDOW_MAX
 /* ack_interval 0: ask at least this often (docs/protocol.md 6.1). */
 #define MBCF_ACK_EVERY_MAX	32
 /* The link's window holds at least four such requests (docs/protocol.md 4.3). */
