@@ -299,6 +299,9 @@ void mbcf_conn_rx(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 		c->ctr.drop_wrong_qp++;
 		return;
 	}
+	/* before the frame moves snd_una or settles the start (5.1) */
+	c->rx_snd_settled = c->snd_fixed;
+	c->rx_ack_ours = c->snd_fixed && mbcf_send_ack_ours(c, f->ack_psn);
 	conn_adopt_send_start(c, f);
 	mbcf_recv_frame(c, f, now);
 	conn_settle(c, now);

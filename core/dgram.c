@@ -137,12 +137,40 @@ void mbcf_dgram_grh(const struct mbcf_frame *f, u8 *grh)
 }
 
 /*
+ * QP1 carries MADs, MBCF_MAD_LEN bytes each after the GRH: anything longer
+ * is no MAD, and must not cost the MAD layer a receive -- it never reposts
+ * one that completed in error, so 512 such datagrams silenced the CM
+ * (issue 32 item 2).
+ */
+static bool dgram_not_a_mad(const struct mbcf_dgram *d,
+			    const struct mbcf_frame *f)
+{
+	return d->qpn == MBCF_GSI_QPN && f->paylen > MBCF_MAD_LEN;
+}
+
+/*
+ * The receive the datagram would take cannot hold the GRH and the data: it
+ * stays posted for one it can.  Only an environment with recv_peek can say
+ * so before the claim; the claim checks again (an SRQ's next receive may
+ * change in between).
+ */
+static bool dgram_recv_short(const struct mbcf_dgram *d, u32 need)
+{
+	u32 cap;
+
+	return d->ops->recv_peek &&
+	       d->ops->recv_peek(d->env, &cap) == MBCF_CLAIM_OK && cap < need;
+}
+
+/*
  * Deliver a datagram into the oldest posted receive: the GRH, then the
  * data.  Every frame gets one verdict: delivered (rx_accepted), no receive
  * posted (drop_rnr_stopped: no STOP on UD, the datagram is lost), the
- * wrong Q_Key (drop_bad_qkey), or undeliverable (remote_errors: a receive
- * too small completes with LOC_LEN_ERR, a local protection error with
- * LOC_PROT_ERR, a malformed receive queue takes nothing).
+ * wrong Q_Key (drop_bad_qkey), longer than a MAD on QP1 or than the
+ * receive it would take (drop_bad_length: nothing is claimed, the receive
+ * stays posted), or undeliverable (remote_errors: a receive taken that
+ * turned out too small completes with LOC_LEN_ERR, a local protection
+ * error with LOC_PROT_ERR, a malformed receive queue takes nothing).
  */
 void mbcf_dgram_rx(struct mbcf_dgram *d, const struct mbcf_frame *f)
 {
@@ -158,6 +186,11 @@ void mbcf_dgram_rx(struct mbcf_dgram *d, const struct mbcf_frame *f)
 	}
 	if (f->rkey != d->qkey) {
 		d->ctr.drop_bad_qkey++;
+		return;
+	}
+	if (dgram_not_a_mad(d, f) ||
+	    dgram_recv_short(d, MBCF_GRH_LEN + f->paylen)) {
+		d->ctr.drop_bad_length++;
 		return;
 	}
 	memset(&cqe, 0, sizeof(cqe));

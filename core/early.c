@@ -117,6 +117,12 @@ int mbcf_early_write(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
  * written after the data) sees everything before it, and a WRITE_IMM
  * completes in order.  A frame that fails its checks is dropped, to be
  * rejected in order.
+ *
+ * A frame placed early must also acknowledge what we sent (rx_ack_ours):
+ * a blind spoofer who guessed a psn in the span must guess our stream as
+ * well, or its frame would be placed and the honest one with that psn
+ * dropped as a duplicate -- and acknowledged (issue 32 item 6).  An honest
+ * frame refused so is sent again, as any frame after a gap.
  */
 bool mbcf_early_place(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
 {
@@ -126,6 +132,10 @@ bool mbcf_early_place(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
 	    d >= MBCF_EARLY_SPAN || f->run < d || c->stop_sent ||
 	    (c->early_n && f->rkey != c->early_rkey))
 		return false;
+	if (!c->rx_ack_ours) {
+		c->ctr.rx_early_refused++;
+		return false;
+	}
 	if (mbcf_early_write(c, f, d))
 		return false;
 	if (!c->early_n)

@@ -100,6 +100,8 @@ u8 mbcf_conn_wc_from_status(u8 status);
 int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr);
 void mbcf_send_push(struct mbcf_conn *c, u64 now);
 bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now);
+bool mbcf_send_ack_ours(const struct mbcf_conn *c, u32 ack_psn);
+bool mbcf_send_lost_ok(const struct mbcf_conn *c, const struct mbcf_frame *f);
 void mbcf_send_complete(struct mbcf_conn *c);
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status);
 void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch, u32 seen);

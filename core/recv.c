@@ -443,6 +443,41 @@ static bool recv_nak_names_pending_rd(struct mbcf_conn *c, u32 psn)
 	return m && m->first_psn == psn;
 }
 
+/*
+ * docs/protocol.md 6.4: a control frame's ack_psn k is ours: not after
+ * snd_max (never sent) nor more than MBCF_WINDOW_MAX before snd_una.  One
+ * before snd_una is stale -- overtaken on the link by a later frame that
+ * acknowledged more -- and acts on nothing; further back it is no frame of
+ * this connection's.
+ */
+static bool recv_ack_in_state(const struct mbcf_conn *c, u32 k)
+{
+	return mbcf_seq_le(k, c->snd_max) &&
+	       mbcf_seq_diff(k, c->snd_una) >= -(s32)MBCF_WINDOW_MAX;
+}
+
+/*
+ * docs/protocol.md 6.4: every field of a control frame against our own
+ * state, before anything is taken from it.  psn is the peer's snd_max: at
+ * most MBCF_WINDOW_MAX after our rcv_nxt (its frames in flight never
+ * exceed its window), and as far before it at most (a control frame
+ * overtaken by the peer's later frames).  ack_psn: recv_ack_in_state(),
+ * or, on a NAK, the read whose response we wait on next (8.3).  A LOST's
+ * round, seen and map: mbcf_send_lost_ok().
+ */
+static bool recv_control_ok(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	s32 ahead = mbcf_seq_diff(f->psn, c->rcv_nxt);
+
+	if (ahead < -(s32)MBCF_WINDOW_MAX || ahead > (s32)MBCF_WINDOW_MAX)
+		return false;
+	if (!recv_ack_in_state(c, f->ack_psn) &&
+	    !(f->op == MBCF_OP_ACK && f->status &&
+	      recv_nak_names_pending_rd(c, f->ack_psn)))
+		return false;
+	return f->op != MBCF_OP_LOST || mbcf_send_lost_ok(c, f);
+}
+
 static void recv_control(struct mbcf_conn *c, const struct mbcf_frame *f,
 			 u64 now)
 {
@@ -502,6 +537,26 @@ static void recv_uc_drop_msg(struct mbcf_conn *c)
 	c->rx_off = 0;
 }
 
+/*
+ * UC (10): a frame at most MBCF_UC_REACH - 1 psns after rcv_nxt is taken,
+ * whatever was lost before it; one further ahead only if it acknowledges
+ * our own stream as it stood before the frame (its ack_psn in snd_max -
+ * MBCF_UC_REACH .. snd_max: the peer's rcv_nxt, our start settled before
+ * it), which a blind spoofer cannot guess.  So a
+ * spoofed frame must guess the psn within MBCF_UC_REACH (not 2^23), and an
+ * honest stream that lost more than that in a row still resynchronises.
+ */
+static bool recv_uc_in_reach(const struct mbcf_conn *c,
+			     const struct mbcf_frame *f)
+{
+	u32 from = mbcf_seq_add(c->snd_max, MBCF_PSN_MASK + 1 - MBCF_UC_REACH);
+
+	if ((u32)mbcf_seq_diff(f->psn, c->rcv_nxt) < MBCF_UC_REACH)
+		return true;
+	return c->rx_snd_settled &&
+	       mbcf_seq_in(f->ack_psn, from, MBCF_UC_REACH + 1);
+}
+
 static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
 {
 	recv_handler h = recv_handlers[f->op];
@@ -509,6 +564,10 @@ static void recv_uc(struct mbcf_conn *c, const struct mbcf_frame *f)
 
 	if (mbcf_seq_lt(f->psn, c->rcv_nxt)) {
 		c->ctr.drop_duplicate++;	/* reordered: already past it */
+		return;
+	}
+	if (!recv_uc_in_reach(c, f)) {
+		c->ctr.drop_out_of_seq++;	/* changes nothing */
 		return;
 	}
 	if (f->psn != c->rcv_nxt)
@@ -597,6 +656,11 @@ void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now)
 			recv_uc(c, f);
 		else
 			c->ctr.drop_bad_ack++;
+		return;
+	}
+	/* a control frame no honest peer could send changes nothing */
+	if (!mbcf_wire_op_sequenced(f->op) && !recv_control_ok(c, f)) {
+		c->ctr.drop_bad_ack++;
 		return;
 	}
 	/* most frames a responder takes in acknowledge nothing new: no call */

@@ -1172,28 +1172,55 @@ static void send_goback(struct mbcf_conn *c, u32 psn)
 
 
 /*
+ * The distance from sel_base to psn, as a step of the refill walk: 0 when
+ * psn is not after the gap, at most MBCF_EARLY_SPAN (past the span).
+ */
+static u32 send_sel_clip(const struct mbcf_conn *c, u32 psn)
+{
+	s32 d = mbcf_seq_diff(psn, c->sel_base);
+
+	if (d <= 0)
+		return 0;
+	return (u32)d < MBCF_EARLY_SPAN ? (u32)d : MBCF_EARLY_SPAN;
+}
+
+static u32 send_min3(u32 a, u32 b, u32 c)
+{
+	u32 m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
+/*
  * A LOST of an earlier round told more of what the peer placed behind the
  * gap being repaired: up to seen now, from old_seen.  A frame in between
  * that the resends skipped on the prediction (send_was_placed: a WRITE
- * frame whose run reaches back) but that the map does not hold was lost
- * too.  Go back to the first such frame now -- a new round, selectively,
- * over everything sent so far -- rather than a round trip later, when the
- * repaired gap's jump stops at it and its LOST comes (7.2).  Each stretch
- * of the map is looked at once (seen only grows), so no frame is refilled
- * twice for one map.  A LOST of the current round is acted on as a go-back
- * instead (its frame left after the resends: their map is older).
+ * frame whose run reaches back to the gap) but that the map does not hold
+ * was lost too.  Go back to the first such frame now -- a new round,
+ * selectively, over everything sent so far -- rather than a round trip
+ * later, when the repaired gap's jump stops at it and its LOST comes
+ * (7.2).  Each stretch of the map is looked at once (seen only grows), so
+ * no frame is refilled twice for one map.  A LOST of the current round is
+ * acted on as a go-back instead (its frame left after the resends: their
+ * map is older).
+ *
+ * Runs in softirq under the QP lock: the walk covers only the span the map
+ * describes, d = 1 .. MBCF_EARLY_SPAN - 1 after sel_base, so it takes at
+ * most MBCF_EARLY_SPAN - 1 steps whatever seen says (issue 32: a seen far
+ * behind once walked ~2^23 psns).
  */
 static void send_sel_refill(struct mbcf_conn *c, u32 old_seen)
 {
-	u32 q = mbcf_seq_add(old_seen, 1);
 	const struct mbcf_msg *m = NULL;
-	u32 d, i;
+	u32 d = send_sel_clip(c, mbcf_seq_add(old_seen, 1));
+	u32 end = send_min3(send_sel_clip(c, mbcf_seq_add(c->sel_seen, 1)),
+			    send_sel_clip(c, c->snd_nxt),
+			    send_sel_clip(c, c->sel_end));
+	u32 q, i;
 
-	for (; mbcf_seq_le(q, c->sel_seen) && mbcf_seq_lt(q, c->snd_nxt) &&
-	       mbcf_seq_lt(q, c->sel_end); q = mbcf_seq_add(q, 1)) {
-		d = (u32)mbcf_seq_diff(q, c->sel_base);
-		if (d == 0 || d >= MBCF_EARLY_SPAN)
-			continue;
+	for (d = d ? d : 1; d < end; d++) {
+		c->ctr.sel_refill_steps++;
+		q = mbcf_seq_add(c->sel_base, d);
 		if (!m || !mbcf_seq_in(q, m->first_psn, m->nframes))
 			m = send_find(c, q);
 		if (!m)
@@ -1232,6 +1259,51 @@ static bool send_next_placed(struct mbcf_conn *c, u32 psn, u32 was_nxt,
 	m = send_find(c, next);
 	return m && send_was_placed(m, (u32)mbcf_seq_diff(next, m->first_psn),
 				    1, next, seen, map);
+}
+
+/* ack_psn names a psn of ours the peer may have: snd_una .. snd_max. */
+bool mbcf_send_ack_ours(const struct mbcf_conn *c, u32 ack_psn)
+{
+	return mbcf_seq_in(ack_psn, c->snd_una,
+			   (u32)mbcf_seq_diff(c->snd_max, c->snd_una) + 1);
+}
+
+/* No bit of map at d >= from (psns never sent). */
+static bool send_map_below(const u64 *map, u32 from)
+{
+	u32 w;
+
+	for (w = 0; w < MBCF_EARLY_SPAN / 64; w++) {
+		if (from <= 64 * w) {
+			if (map[w])
+				return false;
+		} else if (from < 64 * (w + 1) && map[w] >> (from - 64 * w)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * docs/protocol.md 6.4: a LOST's own fields against our stream, its
+ * ack_psn k already found not after snd_max.  Its round is one we have
+ * had (not after tx_epoch, 16-bit serial); seen, a frame we sent that found
+ * the gap at k, lies in k + 1 .. snd_max - 1; its map places neither k
+ * itself nor a psn we never sent.  Anything else no honest receiver sends.
+ */
+bool mbcf_send_lost_ok(const struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	u64 map[MBCF_EARLY_SPAN / 64];
+	u16 back = (u16)(c->tx_epoch - f->epoch);
+
+	if (back & 0x8000)
+		return false;
+	if (mbcf_seq_diff(f->seen, f->ack_psn) <= 0 ||
+	    !mbcf_seq_lt(f->seen, c->snd_max))
+		return false;
+	mbcf_early_map_in(f->placed, map);
+	return !(map[0] & 1) &&
+	       send_map_below(map, (u32)mbcf_seq_diff(c->snd_max, f->ack_psn));
 }
 
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,

@@ -168,6 +168,14 @@ struct mbcf_ops {
 			     u64 compare, u64 *orig);
 	/* Take the oldest posted receive: an enum mbcf_claim. */
 	int (*recv_claim)(void *env, u64 *cookie, u32 *cap);
+	/*
+	 * Datagrams (docs/protocol.md 15): the cap of the receive recv_claim
+	 * would take next, without taking it: an enum mbcf_claim.  A datagram
+	 * it cannot hold is dropped and the receive stays posted.  Optional:
+	 * without it such a datagram consumes the receive (LOC_LEN_ERR), and
+	 * a consumer that does not repost it (the MAD layer) runs dry.
+	 */
+	int (*recv_peek)(void *env, u32 *cap);
 	/* Copy into a claimed receive at byte offset (within cap, checked):
 	 * 0, or nonzero = local protection error (the receive completes with
 	 * LOC_PROT_ERR and the message is NAKed with REMOTE_OP_ERROR). */
@@ -379,6 +387,13 @@ struct mbcf_conn {
 	u16 early_len[MBCF_EARLY_SPAN];
 	u32 early_rkey;
 	u32 early_n;		/* bits set in rx_early */
+	bool rx_snd_settled;	/* our stream's start was settled before the
+				 * frame being taken (not by its ack_psn) */
+	bool rx_ack_ours;	/* the frame being taken acknowledges a psn
+				 * in snd_una .. snd_max as they stood before
+				 * it, our stream's start settled before it:
+				 * state a blind spoofer cannot guess, which
+				 * a frame placed early must show (5.1) */
 	bool ack_due;		/* an ACK is owed (ACKREQ seen) */
 	bool ack_hold;		/* mbcf_conn_rx_hold_ack() is running */
 	u64 ack_lazy_at;	/* responses accepted unasked, or a request
@@ -558,6 +573,9 @@ void mbcf_conn_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now);
 void mbcf_conn_flush(struct mbcf_conn *c);
 /* dgram.c: docs/protocol.md 15 */
 #define MBCF_GRH_LEN		40
+/* QP1, the GSI QP, carries management datagrams of MBCF_MAD_LEN bytes. */
+#define MBCF_GSI_QPN		1
+#define MBCF_MAD_LEN		256
 /* The largest datagram at this MTU (after the GRH the receiver adds). */
 u32 mbcf_dgram_max_payload(u32 mtu);
 /* The largest UD message at this MTU: the largest IB MTU a frame carries. */
@@ -672,6 +690,8 @@ const char *mbcf_conn_state_name(u8 state);
 
 #define MBCF_WINDOW_MIN		4
 #define MBCF_WINDOW_MAX		(1u << 16)
+/* UC: how far after rcv_nxt a frame is taken unproven (docs/protocol.md 10) */
+#define MBCF_UC_REACH		MBCF_WINDOW_MAX
 /* ack_interval 0: ask at least this often (docs/protocol.md 6.1). */
 #define MBCF_ACK_EVERY_MAX	32
 /* The link's window holds at least four such requests (docs/protocol.md 4.3). */

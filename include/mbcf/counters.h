@@ -61,6 +61,7 @@
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\
 	X(rx_early,		"rx_placed_early")			\
+	X(rx_early_refused,	"rx_early_refused")			\
 	X(retransmits,		"retransmit_frames")			\
 	X(timeouts,		"retransmit_timeouts")			\
 	X(rto_shared,		"retransmit_waits_shared")		\
@@ -68,6 +69,7 @@
 	X(window_cuts,		"window_cuts")				\
 	X(selective_repeats,	"selective_repeats")			\
 	X(selective_refills,	"selective_refills")			\
+	X(sel_refill_steps,	"selective_refill_steps")		\
 	X(retry_exceeded,	"retry_exceeded")			\
 	X(rnr_exceeded,		"rnr_retry_exceeded")			\
 	X(acks_tx,		"ack_tx")				\

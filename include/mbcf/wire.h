@@ -23,7 +23,8 @@
  *     8   4  src_qpn   source QP number (24 bits; top byte 0)
  *    12   4  psn       sequence number of this frame in the sender's stream
  *                      (24 bits; top byte 0).  On control frames: the
- *                      sender's next sequence number, informational only.
+ *                      sender's next sequence number, checked by the
+ *                      receiver against its own state (6.4).
  *    16   4  ack_psn   cumulative acknowledgement of the reverse stream: every
  *                      frame before ack_psn was accepted (24 bits; top byte 0).
  *                      Valid on every frame (piggy-backed acks).

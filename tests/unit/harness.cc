@@ -100,6 +100,18 @@ int recv_claim(void *env, u64 *cookie, u32 *cap)
 	return MBCF_CLAIM_OK;
 }
 
+int recv_peek(void *env, u32 *cap)
+{
+	Env *e = E(env);
+
+	if (e->claim_bad)
+		return MBCF_CLAIM_BAD;
+	if (e->recvs.empty())
+		return MBCF_CLAIM_NONE;
+	*cap = e->recvs.front().cap;
+	return MBCF_CLAIM_OK;
+}
+
 int recv_write(void *env, u64 cookie, u32 offset, const u8 *src, u32 len)
 {
 	Env *e = E(env);
@@ -189,6 +201,7 @@ const mbcf_ops kOps = {
 	.target_check_read = target_check_read,
 	.target_atomic = target_atomic,
 	.recv_claim = recv_claim,
+	.recv_peek = recv_peek,
 	.recv_write = recv_write,
 	.resp_data = resp_data,
 	.complete = complete,

@@ -873,6 +873,7 @@ TEST_F(Pair, ReadSourceGoneBeforeTheResponseIsNaked)
 	k.op = MBCF_OP_ACK;
 	k.dst_qpn = 0x11;
 	k.src_qpn = 0x22;
+	k.psn = b.conn.snd_max;		// checked (6.4)
 	k.ack_psn = 101;
 	mbcf_conn_rx(&a.conn, &k, now);
 	ASSERT_EQ(a.conn.snd_una, a.conn.snd_max);
@@ -967,7 +968,7 @@ TEST_F(Pair, ReadNakMustNameTheAwaitedResponse)
 		f.status = status;
 		f.dst_qpn = 0x11;
 		f.src_qpn = 0x22;
-		f.psn = 200;
+		f.psn = 201;		// b's snd_max: it sent one response
 		f.ack_psn = ack_psn;
 		std::vector<uint8_t> v(MBCF_HDR_MAX);
 		v.resize(mbcf_codec_build(&f, v.data()));
@@ -1438,6 +1439,7 @@ protected:
 		k.op = MBCF_OP_ACK;
 		k.dst_qpn = 0x11;
 		k.src_qpn = 0x22;
+		k.psn = b.conn.snd_max;		// checked (6.4)
 		k.ack_psn = 101;
 		mbcf_conn_rx(&a.conn, &k, now);	// ...but an ACK got through
 		ASSERT_EQ(a.conn.snd_una, a.conn.snd_max);

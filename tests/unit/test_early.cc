@@ -20,7 +20,37 @@ class Early : public Pair {
 protected:
 	uint32_t seg = mbcf_codec_max_payload(1500, MBCF_OP_WRITE);
 
-	void SetUp() override { setup_window(64); }
+	// b's send side settled, as a QP in RTS has it: a frame placed early
+	// must acknowledge b's stream (5.1)
+	void SetUp() override
+	{
+		setup_window(64);
+		mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
+		ASSERT_EQ(mbcf_conn_set_send(&b.conn, &cb), 0);
+	}
+
+	// A WRITE frame for b as a blind spoofer builds it: any psn, a run
+	// reaching back over the whole span, a guessed ack_psn, its own bytes.
+	std::vector<uint8_t> spoof(uint32_t psn, uint32_t ack, uint64_t va,
+				   uint32_t len, uint8_t fill)
+	{
+		mbcf_frame f{};
+		uint8_t hdr[MBCF_HDR_MAX];
+
+		f.op = MBCF_OP_WRITE;
+		f.dst_qpn = 0x22;
+		f.src_qpn = 0x11;
+		f.psn = psn & MBCF_PSN_MASK;
+		f.ack_psn = ack & MBCF_PSN_MASK;
+		f.run = MBCF_RUN_MAX;
+		f.va = va;
+		f.rkey = kRkey;
+		f.paylen = len;
+		uint32_t hl = mbcf_codec_build(&f, hdr);
+		std::vector<uint8_t> fr(hdr, hdr + hl);
+		fr.resize(hl + len, fill);
+		return fr;
+	}
 
 	// Queue a write of n full frames to raddr whose bytes say where they
 	// belong (byte k of the message: k * 7 + salt); not sent yet.
@@ -365,6 +395,45 @@ TEST_F(Early, ACopyOfAnEarlyFrameIsADuplicate)
 	EXPECT_EQ(a.cqes[0].status, MBCF_WC_SUCCESS);
 	EXPECT_EQ(b.conn.rcv_nxt, 104u);
 	expect_bytes(kBase, want);
+}
+
+// Issue 32 item 6: while b waits for 103, a blind spoofer sends a WRITE
+// for every psn of the span (104 .. 358) over the honest bytes, each with
+// an ack_psn that is not b's stream (b has sent nothing: only 200 is).
+// None is placed (rx_early_refused), so the honest frames that follow are
+// placed and nothing of the spoofer's lands: the write completes intact.
+TEST_F(Early, SpoofedWritesWithAGuessedAckAreNeverPlaced)
+{
+	auto want = queue_write(10, kBase, 1);
+	send_all();
+	ASSERT_EQ(a.out.size(), 10u);
+	for (int i = 0; i < 3; i++) {			// 100..102
+		deliver(b, a.out.front(), now);
+		a.out.pop_front();
+	}
+	a.out.pop_front();				// 103 is lost
+	ASSERT_EQ(b.conn.rcv_nxt, 103u);
+	const uint32_t acks[] = { 199, 201, 200 + (1u << 23), 0, 0xffffff };
+	for (uint32_t d = 1; d < MBCF_EARLY_SPAN; d++) {
+		uint32_t psn = 103 + d;
+		uint32_t ack = acks[d % 5];
+		uint64_t va = kBase + (uint64_t)(d % 9) * seg;
+
+		EXPECT_EQ(deliver(b, spoof(psn, ack, va, seg, 0xee), now),
+			  MBCF_PARSE_OK);
+	}
+	EXPECT_EQ(b.conn.ctr.rx_early, 0u);
+	EXPECT_EQ(b.conn.ctr.rx_early_refused, 255u);
+	EXPECT_EQ(b.conn.early_n, 0u);
+	EXPECT_EQ(b.target_writes, 3);			// 100..102 only
+	const uint8_t *t = b.target(kRkey, kBase);
+	for (uint32_t k = 3 * seg; k < 10 * seg; k++)
+		ASSERT_EQ(t[k], 0) << k;
+	deliver_losing({});				// 104..109, honest
+	EXPECT_EQ(b.conn.ctr.rx_early, 5u);		// 104..108
+	expect_clean_finish(1);
+	expect_bytes(kBase, want);
+	EXPECT_EQ(b.conn.ctr.rx_early_refused, 255u);
 }
 
 // Past 255 frames the run stays at 255, enough for the 255 frames after a

@@ -224,6 +224,68 @@ TEST_F(Uc, UnacceptableMessagesAreDroppedSilently)
 	EXPECT_EQ(rx_unaccounted(b), 0);
 }
 
+// A SEND FIRST|LAST frame from a's QP to b's as a blind spoofer (or a's
+// stream after a long outage) builds it: psn and ack_psn given.
+static std::vector<uint8_t> uc_send(uint32_t psn, uint32_t ack, uint32_t len,
+				    uint8_t fill)
+{
+	mbcf_frame f{};
+	uint8_t hdr[MBCF_HDR_MAX];
+
+	f.op = MBCF_OP_SEND;
+	f.flags = MBCF_F_FIRST | MBCF_F_LAST;
+	f.dst_qpn = 0x22;
+	f.src_qpn = 0x11;
+	f.psn = psn & MBCF_PSN_MASK;
+	f.ack_psn = ack & MBCF_PSN_MASK;
+	f.paylen = len;
+	uint32_t hl = mbcf_codec_build(&f, hdr);
+	std::vector<uint8_t> fr(hdr, hdr + hl);
+	fr.resize(hl + len, fill);
+	return fr;
+}
+
+// Issue 32 item 7: UC took any psn in the 2^23 after rcv_nxt.  Now a frame
+// at most MBCF_UC_REACH - 1 after it is taken (frames lost in between); one
+// further ahead only if its ack_psn is b's own stream as it stands (b's
+// snd_max is 200, nothing sent).  A spoofed SEND beyond the reach with a
+// guessed ack takes no receive and moves nothing; a's stream after losing
+// more than the reach in a row (its ack_psn 200) resynchronises.
+TEST_F(Uc, AFrameBeyondTheReachMustAcknowledgeOurStream)
+{
+	mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
+	cb.uc = true;
+	ASSERT_EQ(mbcf_conn_set_send(&b.conn, &cb), 0);	// as at RTS
+	b.recvs.push_back({7, 4000});
+	ASSERT_EQ(b.conn.rcv_nxt, 100u);
+	const uint32_t far = 100 + MBCF_UC_REACH;
+	// not in 200 - 65536 .. 200: ahead of b's stream, or further behind
+	for (uint32_t ack : {201u, 5000u, 200u + (1u << 23), 0x400000u,
+			     (200u - MBCF_UC_REACH - 1) & MBCF_PSN_MASK}) {
+		deliver(b, uc_send(far, ack, 10, 0xee), now);
+		deliver(b, uc_send(100 + (1u << 23) - 1, ack, 10, 0xee), now);
+	}
+	EXPECT_EQ(b.conn.rcv_nxt, 100u);
+	EXPECT_EQ(b.conn.ctr.drop_out_of_seq, 10u);
+	EXPECT_TRUE(b.rcqes.empty());
+	ASSERT_EQ(b.recvs.size(), 1u);
+	// within the reach: taken, whatever came before
+	deliver(b, uc_send(far - 1, 0, 10, 0x11), now);
+	EXPECT_EQ(b.conn.rcv_nxt, (uint32_t)(far & MBCF_PSN_MASK));
+	ASSERT_EQ(b.rcqes.size(), 1u);
+	EXPECT_EQ(b.rcqes[0].byte_len, 10u);
+	// beyond it, acknowledging b's stream: resynchronised
+	b.recvs.push_back({8, 4000});
+	deliver(b, uc_send(far + MBCF_UC_REACH + 5, 200, 20, 0x22), now);
+	EXPECT_EQ(b.conn.rcv_nxt, (far + MBCF_UC_REACH + 6) & MBCF_PSN_MASK);
+	ASSERT_EQ(b.rcqes.size(), 2u);
+	EXPECT_EQ(b.rcqes[1].cookie, 8u);
+	EXPECT_EQ(std::vector<uint8_t>(b.recv_buf[8].begin(), b.recv_buf[8].end()),
+		  std::vector<uint8_t>(20, 0x22));
+	EXPECT_EQ(b.conn.ctr.rx_accepted, 2u);
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
+
 // Reads and atomics need a response: not on UC.
 TEST_F(Uc, NoReadsOrAtomics)
 {

@@ -317,6 +317,9 @@ struct PacedPair : ::testing::Test {
 		ca.rto_ns = cb.rto_ns = 50000000;	// 50 ms
 		ASSERT_EQ(a.init(ca), 0);
 		ASSERT_EQ(b.init(cb), 0);
+		// b's send side settled, as at RTS: a frame placed early must
+		// acknowledge b's stream (docs/protocol.md 5.1)
+		ASSERT_EQ(mbcf_conn_set_send(&b.conn, &cb), 0);
 		b.add_region(kRkey, kBase, 1 << 20, ACC_ALL);
 	}
 
