@@ -460,6 +460,7 @@ void mbcf_wr_fail_head(struct mbcf_qp *qp);
 bool mbcf_wr_flush(struct mbcf_qp *qp);
 void mbcf_wr_reset(struct mbcf_qp *qp);
 int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap);
+int mbcf_wr_peek_recv(struct mbcf_qp *qp, u32 *cap);
 int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
 			 const u8 *src, u32 len);
 int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,

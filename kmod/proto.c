@@ -122,6 +122,11 @@ static int mbcf_proto_recv_claim(void *env, u64 *cookie, u32 *cap)
 	return mbcf_wr_claim_recv(mbcf_proto_qp(env), cookie, cap);
 }
 
+static int mbcf_proto_recv_peek(void *env, u32 *cap)
+{
+	return mbcf_wr_peek_recv(mbcf_proto_qp(env), cap);
+}
+
 static int mbcf_proto_recv_write(void *env, u64 cookie, u32 offset,
 				 const u8 *src, u32 len)
 {
@@ -188,6 +193,7 @@ const struct mbcf_ops mbcf_proto_ops = {
 	.target_check_read = mbcf_proto_target_check_read,
 	.target_atomic = mbcf_proto_target_atomic,
 	.recv_claim = mbcf_proto_recv_claim,
+	.recv_peek = mbcf_proto_recv_peek,
 	.recv_write = mbcf_proto_recv_write,
 	.resp_data = mbcf_proto_resp_data,
 	.complete = mbcf_proto_complete,

@@ -167,21 +167,27 @@ int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp)
  * can hold.  Otherwise the ring is broken (and stays so until a reset) and
  * the QP fails with IB_EVENT_QP_FATAL.
  */
+/* The entries [rd, prod) of @q, read once: false if @prod is impossible. */
+static bool mbcf_wq_count(const struct mbcf_wq *q, u32 *n)
+{
+	u32 prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
+	u32 posted = prod - q->ring.idx, held = q->ring.rd - q->ring.idx;
+
+	if (unlikely(posted > q->ring.mask + 1 || posted < held))
+		return false;
+	*n = posted - held;
+	return true;
+}
+
 static int mbcf_wq_avail(struct mbcf_wq *q, u32 *n, bool *broke)
 {
-	u32 prod, posted, held;
-
 	*broke = false;
 	if (unlikely(q->broken))
 		return -EPROTO;
-	prod = mbcf_ring_load_acquire(mbcf_ring_prod(&q->ring));
-	posted = prod - q->ring.idx;
-	held = q->ring.rd - q->ring.idx;
-	if (unlikely(posted > q->ring.mask + 1 || posted < held)) {
+	if (unlikely(!mbcf_wq_count(q, n))) {
 		q->broken = *broke = true;
 		return -EPROTO;
 	}
-	*n = posted - held;
 	return 0;
 }
 
@@ -869,6 +875,41 @@ bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke)
 	broken = mbcf_wq_avail(&srq->rq, &n, broke) != 0;
 	spin_unlock_bh(&srq->lock);
 	return broken;
+}
+
+/*
+ * ops->recv_peek: the capacity of the receive a claim would take next,
+ * read once from its ring entry and left posted; anything but
+ * MBCF_CLAIM_OK (nothing posted, a broken ring or entry) leaves the
+ * verdict to the claim, which reads the ring again and acts on it.  User
+ * space may rewrite the entry in between: the core checks the length again
+ * after the claim.
+ */
+int mbcf_wr_peek_recv(struct mbcf_qp *qp, u32 *cap)
+{
+	struct mbcf_wq *q = qp->srq ? &qp->srq->rq : &qp->rq;
+	const struct mbcf_recv_wqe *e;
+	int r = MBCF_CLAIM_NONE;
+	u64 total = 0;
+	u32 n, i;
+
+	if (qp->srq)
+		spin_lock(&qp->srq->lock);
+	if (q->broken || !mbcf_wq_count(q, &n) || !n)
+		goto out;
+	e = mbcf_ring_entry(&q->ring, q->ring.rd);
+	n = READ_ONCE(e->num_sge);
+	r = MBCF_CLAIM_BAD;
+	if (n > q->max_sge)
+		goto out;
+	for (i = 0; i < n; i++)
+		total += READ_ONCE(e->sge[i].length);
+	*cap = min_t(u64, total, MBCF_MAX_MSG_SIZE);
+	r = MBCF_CLAIM_OK;
+out:
+	if (qp->srq)
+		spin_unlock(&qp->srq->lock);
+	return r;
 }
 
 /* ops->recv_claim: the oldest posted receive, copied and checked. */

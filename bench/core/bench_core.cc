@@ -55,8 +55,19 @@ int b_local(void *, u64) { return MBCF_WC_SUCCESS; }
 int b_inval(void *, u32) { return MBCF_ST_OK; }
 
 const mbcf_ops kOps = {
-	b_xmit, nullptr, b_write, b_check, b_check, b_atomic, b_claim, b_rwrite,
-	b_resp, b_complete, b_timer, b_error, b_local, b_inval,
+	.xmit = b_xmit,
+	.target_write = b_write,
+	.target_check_write = b_check,
+	.target_check_read = b_check,
+	.target_atomic = b_atomic,
+	.recv_claim = b_claim,
+	.recv_write = b_rwrite,
+	.resp_data = b_resp,
+	.complete = b_complete,
+	.timer = b_timer,
+	.error = b_error,
+	.local = b_local,
+	.invalidate = b_inval,
 };
 
 mbcf_conn_cfg cfg(uint32_t l, uint32_t r)
