@@ -4,10 +4,10 @@
 #    mbcf0 (receivers): data of 1, 100 and active_mtu bytes with and without
 #    immediate (completions, GRH, payload exact), oversize (LOC_LEN_ERR on the
 #    send), wrong Q_Key (lost, drop_bad_qkey + 1), a receive too small
-#    (LOC_LEN_ERR on the receive, the QP goes on), an AH to a GID nobody has
+#    (the datagram dropped, the receive kept), an AH to a GID nobody has
 #    (sent, lost), another PD's AH (LOC_QP_OP_ERR); see the program's header;
 #  - around it, mbcf0's counters grow by exactly what those cases make:
-#    drop_bad_qkey 1, remote_errors 1 (the receive too small), and mbcf1's
+#    drop_bad_qkey 1, drop_bad_length 1 (the receive too small), and mbcf1's
 #    tx_ud_oversize by exactly 4; veth0/veth1 have MTU 1500 (the program's
 #    size cases depend on it);
 #  - afterwards no QP, AH (when `rdma resource` shows them), CQ, PD or MR is
@@ -52,7 +52,7 @@ objects_none "at start"
 check assert_eq 1500 "$(cat /sys/class/net/veth0/mtu)" "veth0 MTU"
 check assert_eq 1500 "$(in_ns1 cat /sys/class/net/veth1/mtu)" "veth1 MTU"
 q0=$(ctr mbcf0 drop_bad_qkey)
-e0=$(ctr mbcf0 remote_errors)
+e0=$(ctr mbcf0 drop_bad_length)
 o0=$(ctr1 tx_ud_oversize)
 
 vm_phase "ud_test mbcf1 -> mbcf0"
@@ -66,7 +66,7 @@ check assert_eq 0 "$rc" "ud_test: failed checks"
 check assert_match '^ud_test: 0 failure' "$out" "ud_test ran to the end"
 
 check assert_eq 1 "$(($(ctr mbcf0 drop_bad_qkey) - q0))" "mbcf0 drop_bad_qkey delta"
-check assert_eq 1 "$(($(ctr mbcf0 remote_errors) - e0))" "mbcf0 remote_errors delta"
+check assert_eq 1 "$(($(ctr mbcf0 drop_bad_length) - e0))" "mbcf0 drop_bad_length delta"
 check assert_eq 4 "$(($(ctr1 tx_ud_oversize) - o0))" "mbcf1 tx_ud_oversize delta"
 check assert_eq 0 "$(ctr mbcf0 tx_ud_oversize)" "mbcf0 tx_ud_oversize (it sent no datagram)"
 
