@@ -8,7 +8,10 @@
 # pinned pages back to the baseline, the process gone without a kernel
 # warning (the rig scans the log; a window bound after its dealloc made
 # uverbs' teardown WARN), and mbcf0 deleted cleanly.
-#   tests/vm/run.sh --build BUILD tests/vm/mw_race.sh [PATH/TO/mbcf_mw_race [ITERATIONS]]
+#   tests/vm/run.sh --build BUILD tests/vm/mw_race.sh [PATH/TO/mbcf_mw_race
+#       [ITERATIONS [SECONDS]]]
+# SECONDS (600, scaled on the debug lane) bounds the rounds: fewer than
+# ITERATIONS done by then fails.
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
@@ -19,6 +22,7 @@ check() { "$@" || failed=$((failed + 1)); }
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_mw_race "${1:-}") || exit 1
 iters=${2:-100000}
+limit=${3:-600}
 user=nobody
 
 base=$(vm_pins_held)
@@ -27,9 +31,9 @@ check assert_eq 0 "$(vm_res mr mbcf0)" "mbcf0 MRs at start"
 
 # 8 MiB of RLIMIT_MEMLOCK, a distribution's default; no capabilities.
 t0=$EPOCHREALTIME
-out=$(ulimit -l 8192 && timeout "$(vm_scaled 900)" setpriv --reuid="$user" \
+out=$(ulimit -l 8192 && timeout "$(vm_scaled $((limit + 300)))" setpriv --reuid="$user" \
 	--regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all \
-	"$prog" -d mbcf0 -n "$iters" -T "$(vm_scaled 600)" 2>&1)
+	"$prog" -d mbcf0 -n "$iters" -T "$(vm_scaled "$limit")" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 vm_log "mw_race: rc $rc in $(vm_elapsed_since "$t0") s"
