@@ -21,7 +21,7 @@ check() { "$@" || failed=$((failed + 1)); }
 
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_mw_race "${1:-}") || exit 1
-iters=${2:-100000}
+iters=${2:-30000}
 limit=${3:-600}
 user=nobody
 
@@ -38,7 +38,7 @@ rc=$?
 printf '%s\n' "$out"
 vm_log "mw_race: rc $rc in $(vm_elapsed_since "$t0") s"
 check assert_eq 0 "$rc" "mw_race exit status"
-check assert_match "uid $(id -u "$user")," "$out" "mw_race ran unprivileged"
+check assert_match "uid $(id -u "$user")\$" "$out" "mw_race ran unprivileged"
 check assert_match "^done $iters iterations\$" "$out" "iterations completed"
 sum=$(printf '%s\n' "$out" | sed -n 's/.*type 1 bound \([0-9]*\) refused \([0-9]*\), type 2 bound \([0-9]*\) refused \([0-9]*\),.*/\1 \2 \3 \4/p')
 read -r b1 r1 b2 r2 <<<"${sum:-0 0 0 0}"
@@ -48,6 +48,9 @@ for v in "type 1 bound:$b1" "type 1 refused:$r1" "type 2 bound:$b2" "type 2 refu
 done
 
 check vm_assert_clean "mw_race" "$base" 30
+# After a lost window the teardown left objects behind (seen: rdma
+# resource show oopsing on them, link delete hanging): stop here.
+[ "$rc" = 0 ] || vm_die "mw_race failed; device removal not attempted"
 vm_dmesg_mark
 check assert_cmd rdma link delete mbcf0
 check vm_dmesg_check --since-mark
