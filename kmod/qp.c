@@ -233,14 +233,17 @@ static void mbcf_qp_ref_put(struct mbcf_qp_ref *ref)
 
 /*
  * The device's pacing thread found the QP's clock come: send what it
- * allows.  The pacer took a reference on the QP; it is dropped here.
+ * allows.  The pacer took a reference on the QP (while the QP was in its
+ * tree, so still published); it is dropped here.  Destroy may have marked
+ * the QP dying since: re-checked under the lock, as every lookup does.
  */
 void mbcf_qp_paced(struct mbcf_qp *qp)
 {
 	struct mbcf_qp_ref *ref = qp->ref;
 
 	spin_lock_bh(&qp->lock);
-	mbcf_qp_kick(qp);
+	if (!qp->dying)
+		mbcf_qp_kick(qp);
 	mbcf_qp_unlock(qp, true);
 	mbcf_qp_ref_put(ref);
 }
