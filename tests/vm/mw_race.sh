@@ -21,7 +21,11 @@ check() { "$@" || failed=$((failed + 1)); }
 
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_mw_race "${1:-}") || exit 1
-iters=${2:-30000}
+# 30000 rounds: ~3 min on the stock kernel; the debug lane's kernel is
+# VM_TIME_SCALE times slower, so it runs that many times fewer.
+scale=${VM_TIME_SCALE:-1}
+[[ $scale =~ ^[0-9]+$ ]] && [ "$scale" -ge 1 ] || scale=1
+iters=${2:-$((30000 / scale))}
 limit=${3:-600}
 user=nobody
 
