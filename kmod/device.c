@@ -8,6 +8,7 @@
  */
 #include <linux/ethtool.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
@@ -141,6 +142,8 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	atomic_set(&dev->qp_count, 0);
 	atomic64_set(&dev->qp_ids, 0);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
+	/* QP numbers are not predictable from one device to the next (qp.c) */
+	dev->qp_next = get_random_u32_inclusive(MBCF_QPN_FIRST, MBCF_QPN_MASK);
 	spin_lock_init(&dev->retired_lock);
 	spin_lock_init(&dev->linger_lock);
 	mbcf_mr_dev_init(dev);

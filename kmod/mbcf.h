@@ -47,6 +47,8 @@
 
 /* Limits reported by query_device; verbs.c enforces each of them. */
 #define MBCF_MAX_QP		4096
+/* The first QP number a non-GSI QP may get (0 and 1 are special). */
+#define MBCF_QPN_FIRST		2
 #define MBCF_MAX_QP_WR		4096
 #define MBCF_MAX_SGE		16
 #define MBCF_MAX_CQ		4096
@@ -122,7 +124,7 @@ struct mbcf_dev {
 	atomic_t qp_count;
 	atomic64_t qp_ids;		/* QP ids: device-unique, never reused */
 	struct xarray qp_xa;		/* qpn -> struct mbcf_qp, RCU lookups */
-	u32 qp_next;			/* cyclic QPN allocation */
+	u32 qp_next;			/* cyclic QPN allocation, random start */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
 	bool rx_handler;		/* net.c: ndev's rx_handler is ours */
@@ -139,6 +141,7 @@ struct mbcf_dev {
 	spinlock_t linger_lock;
 	/* mr.c: memory regions; xa index = key >> 8, RCU lookups */
 	struct xarray mr_xa;
+	/* both start random per device (mr.c, mbcf_mr_dev_init) */
 	u32 mr_next;			/* xa_alloc_cyclic cursor (xa_lock) */
 	u8 mr_gen;			/* key generation, bumped on wrap (xa_lock) */
 	atomic_t mr_count;

@@ -35,6 +35,7 @@
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -61,11 +62,17 @@ static inline u32 mbcf_mr_key_index(u32 key)
 	return key >> MBCF_MR_GEN_BITS;
 }
 
+/*
+ * Keys are not predictable from one device to the next (a spoofed frame
+ * must guess one): the cyclic cursor starts at a random index and the
+ * generation at a random byte.  Allocation then goes on exactly as it did
+ * from index 1, generation 0.
+ */
 void mbcf_mr_dev_init(struct mbcf_dev *dev)
 {
 	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1);
-	dev->mr_next = 1;
-	dev->mr_gen = 0;
+	dev->mr_next = get_random_u32_inclusive(1, MBCF_MR_INDEX_MAX);
+	dev->mr_gen = get_random_u32_below(1U << MBCF_MR_GEN_BITS);
 	atomic_set(&dev->mr_count, 0);
 	atomic_set(&dev->mw_count, 0);
 	atomic_long_set(&dev->mr_pinned_pages, 0);

@@ -12,6 +12,12 @@
  * its MR and counts in mr->windows, so the MR cannot be deregistered under
  * it (EBUSY).  Lock order: a QP's lock, then a window's, then an MR's.
  *
+ * Lookups find a window under RCU and then take its lock, so one may get
+ * the lock after dealloc has unbound the window and unpublished it: dealloc
+ * marks the window dead under that lock, and every lookup re-checks it
+ * there (mbcf_mw_current), or a bind would bind a window nobody can reach
+ * and pin its MR for ever.
+ *
  * Type 1 windows are bound with ibv_bind_mw (re-binding changes the rkey,
  * length 0 unbinds) and serve every QP of their PD; type 2 windows are
  * bound through a QP's send queue, serve that QP only, and are freed by a
@@ -28,6 +34,7 @@
 
 struct mbcf_window {
 	spinlock_t lock;		/* everything below but type and pd */
+	bool dead;			/* deallocated: never bound again */
 	u32 rkey;			/* the current key (the low 8 bits change) */
 	u8 type;			/* IB_MW_TYPE_1 / _2 */
 	struct ib_pd *pd;
@@ -48,11 +55,23 @@ static struct mbcf_mw *to_mbcf_mw(struct ib_mw *ibmw)
 	return container_of(ibmw, struct mbcf_mw, ibmw);
 }
 
+/*
+ * Is @win still the window of @rkey: not deallocated, key unchanged?  Under
+ * win->lock, which dealloc and every bind hold, so the answer stays true
+ * until the caller unlocks.
+ */
+static bool mbcf_mw_current(const struct mbcf_window *win, u32 rkey)
+{
+	lockdep_assert_held(&win->lock);
+	return !win->dead && win->rkey == rkey;
+}
+
 /* Drop the binding (caller holds win->lock). */
 static void mbcf_mw_unbind(struct mbcf_window *win)
 {
 	struct mbcf_mr *mr = win->mr;
 
+	lockdep_assert_held(&win->lock);
 	if (!mr)
 		return;
 	spin_lock(&mr->lock);
@@ -107,10 +126,13 @@ static int mbcf_mw_dealloc(struct ib_mw *ibmw)
 	struct mbcf_dev *dev = to_mbcf_dev(ibmw->device);
 	struct mbcf_window *win = to_mbcf_mw(ibmw)->win;
 
-	xa_erase(&dev->mr_xa, win->rkey >> 8);
+	/* dead before the binding goes: a lookup that still finds the window
+	 * sees it under the lock and binds nothing */
 	spin_lock_bh(&win->lock);
+	win->dead = true;
 	mbcf_mw_unbind(win);
 	spin_unlock_bh(&win->lock);
+	xa_erase(&dev->mr_xa, win->rkey >> 8);
 	kfree_rcu(win, rcu);
 	atomic_dec(&dev->mw_count);
 	return 0;
@@ -124,8 +146,8 @@ const struct ib_device_ops mbcf_mw_ops = {
 
 /*
  * The window behind @rkey (caller holds rcu_read_lock()), or NULL: its
- * lock taken and its key matching, so that what the caller checks next
- * cannot change under it.
+ * lock taken, not deallocated and its key matching, so that what the
+ * caller checks next cannot change under it.
  */
 static struct mbcf_window *mbcf_mw_lock(struct mbcf_dev *dev, u32 rkey)
 {
@@ -136,7 +158,7 @@ static struct mbcf_window *mbcf_mw_lock(struct mbcf_dev *dev, u32 rkey)
 		return NULL;
 	win = xa_untag_pointer(e);
 	spin_lock_bh(&win->lock);
-	if (win->rkey != rkey) {
+	if (!mbcf_mw_current(win, rkey)) {
 		spin_unlock_bh(&win->lock);
 		return NULL;
 	}
@@ -155,7 +177,7 @@ struct mbcf_mr *mbcf_mw_resolve(struct mbcf_window *win, struct mbcf_qp *qp,
 	struct mbcf_mr *mr = ERR_PTR(-ENOKEY);
 
 	spin_lock_bh(&win->lock);
-	if (win->rkey != rkey || !win->mr)
+	if (!mbcf_mw_current(win, rkey) || !win->mr)
 		goto out;
 	mr = ERR_PTR(-EACCES);
 	if (!(access & MBCF_MW_ACCESS) || win->pd != qp->ibqp.pd ||

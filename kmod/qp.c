@@ -245,14 +245,17 @@ static void mbcf_qp_ref_put(struct mbcf_qp_ref *ref)
 
 /*
  * The device's pacing thread found the QP's clock come: send what it
- * allows.  The pacer took a reference on the QP; it is dropped here.
+ * allows.  The pacer took a reference on the QP (while the QP was in its
+ * tree, so still published); it is dropped here.  Destroy may have marked
+ * the QP dying since: re-checked under the lock, as every lookup does.
  */
 void mbcf_qp_paced(struct mbcf_qp *qp)
 {
 	struct mbcf_qp_ref *ref = qp->ref;
 
 	spin_lock_bh(&qp->lock);
-	mbcf_qp_kick(qp);
+	if (!qp->dying)
+		mbcf_qp_kick(qp);
 	mbcf_qp_unlock(qp, true);
 	mbcf_qp_ref_put(ref);
 }
@@ -540,8 +543,10 @@ static void mbcf_qp_ring_info(struct mbcf_ring_info *ri, const struct mbcf_wq *q
 
 /*
  * The QP's number: 1 for the GSI QP (QP1, one per device), else the next
- * free one from 2 (0 and 1 are special in verbs; 24 bits on the wire).
- * Reserved now, published when the QP is fully built.
+ * free one in MBCF_QPN_FIRST..MBCF_QPN_MASK (0 and 1 are special in verbs;
+ * 24 bits on the wire), cyclically from a random start per device
+ * (device.c), so that a spoofer cannot predict them.  Reserved now,
+ * published when the QP is fully built.
  */
 static int mbcf_qp_alloc_qpn(struct mbcf_dev *dev, struct ib_qp *ibqp)
 {
@@ -553,7 +558,8 @@ static int mbcf_qp_alloc_qpn(struct mbcf_dev *dev, struct ib_qp *ibqp)
 		qpn = 1;
 	} else {
 		err = xa_alloc_cyclic(&dev->qp_xa, &qpn, NULL,
-				      XA_LIMIT(2, MBCF_QPN_MASK), &dev->qp_next,
+				      XA_LIMIT(MBCF_QPN_FIRST, MBCF_QPN_MASK),
+				      &dev->qp_next,
 				      GFP_KERNEL);
 	}
 	if (err < 0)
