@@ -41,6 +41,7 @@ struct mbcf_window {
 struct mbcf_mw {
 	struct ib_mw ibmw;
 	struct mbcf_window *win;
+	struct mbcf_user *owner;	/* charged to (limits.c) */
 };
 
 static struct mbcf_mw *to_mbcf_mw(struct ib_mw *ibmw)
@@ -74,10 +75,9 @@ static int mbcf_mw_alloc(struct ib_mw *ibmw, struct ib_udata *udata)
 
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
 		return -EINVAL;
-	if (atomic_inc_return(&dev->mw_count) > MBCF_MAX_MW) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_MW, &mw->owner);
+	if (err)
+		return err;
 	win = kzalloc(sizeof(*win), MBCF_GFP_OBJ);
 	if (!win) {
 		err = -ENOMEM;
@@ -98,7 +98,7 @@ static int mbcf_mw_alloc(struct ib_mw *ibmw, struct ib_udata *udata)
 err_free:
 	kfree(win);
 err_count:
-	atomic_dec(&dev->mw_count);
+	mbcf_res_put(dev, mw->owner, MBCF_RES_MW);
 	return err;
 }
 
@@ -112,7 +112,7 @@ static int mbcf_mw_dealloc(struct ib_mw *ibmw)
 	mbcf_mw_unbind(win);
 	spin_unlock_bh(&win->lock);
 	kfree_rcu(win, rcu);
-	atomic_dec(&dev->mw_count);
+	mbcf_res_put(dev, to_mbcf_mw(ibmw)->owner, MBCF_RES_MW);
 	return 0;
 }
 

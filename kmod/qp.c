@@ -565,10 +565,9 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = mbcf_qp_check_init(init, !udata);
 	if (err)
 		return err;
-	if (atomic_inc_return(&dev->qp_count) > MBCF_MAX_QP) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_QP, &qp->owner);
+	if (err)
+		return err;
 
 	qp->dev = dev;
 	qp->id = atomic64_inc_return(&dev->qp_ids);
@@ -634,7 +633,7 @@ err_mem:
 err_ref:
 	kfree(qp->ref);
 err_count:
-	atomic_dec(&dev->qp_count);
+	mbcf_res_put(dev, qp->owner, MBCF_RES_QP);
 	return err;
 }
 
@@ -675,7 +674,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	mbcf_stats_retire(dev, &qp->conn.ctr);
 	mbcf_stats_retire(dev, &qp->dgram.ctr);
 	mbcf_qp_free_mem(qp);
-	atomic_dec(&dev->qp_count);
+	mbcf_res_put(dev, qp->owner, MBCF_RES_QP);
 	return 0;
 }
 
