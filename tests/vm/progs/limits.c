@@ -256,8 +256,8 @@ static int run_memlock(const char *kind)
 		if (each < 0)
 			each = v - prev;
 		if (v - prev != each || v - prev < want) {
-			printf("FAIL: %s %ld charged %ld pages (want %ld%s)\n", kind, n + 1,
-			       v - prev, each, strcmp(kind, "qp") ? "" : ", at least the rings");
+			printf("FAIL: %s %ld charged %ld pages (the first %ld; the ring%s %ld)\n",
+			       kind, n + 1, v - prev, each, strcmp(kind, "qp") ? "" : "s", want);
 			bad++;
 		}
 		prev = v;
