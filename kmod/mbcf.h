@@ -55,7 +55,8 @@
  * 1 Mi entries: libfabric's rxm sizes its verbs CQ as (rx + tx queue) x
  * universe size (128 + 128) x 1024 = 262144 (mlx5: 4 Mi, rxe: 32767, on
  * which fi_pingpong -e rdm fails).  The ring is allocated page by page and
- * charged to the creator's memory cgroup (umap.c): 48 MiB at the limit.
+ * charged to the creator's memory cgroup and RLIMIT_MEMLOCK (umap.c):
+ * 48 MiB at the limit.
  */
 #define MBCF_MAX_CQE		(1024 * 1024)
 #define MBCF_MAX_MR		(64 * 1024)
