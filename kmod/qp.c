@@ -57,11 +57,17 @@ static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events)
 		mbcf_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
-/* Work the lock holder leaves for process context (tx_work). */
+/*
+ * Work the lock holder leaves for process context (tx_work).  A user's QP
+ * (what its posts, its errors, its datagrams leave to do) queues it on the
+ * ordinary system_wq, at normal priority beside everyone's tasks; only
+ * kernel consumers' QPs (the CM's QP1, kernel ULPs) use system_highpri_wq.
+ */
 static void mbcf_qp_defer(struct mbcf_qp *qp)
 {
 	if (!qp->dying)
-		queue_work(system_highpri_wq, &qp->tx_work);
+		queue_work(qp->kernel ? system_highpri_wq : system_wq,
+			   &qp->tx_work);
 }
 
 /*

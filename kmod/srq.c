@@ -68,7 +68,8 @@ static void mbcf_srq_wake_work(struct work_struct *work)
  */
 void mbcf_srq_broken(struct mbcf_srq *srq)
 {
-	queue_work(system_highpri_wq, &srq->wake);
+	/* a user's broken ring: ordinary priority (qp.c, mbcf_qp_defer) */
+	queue_work(srq->kernel ? system_highpri_wq : system_wq, &srq->wake);
 }
 
 void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp)
