@@ -19,6 +19,9 @@
 #     Then A holds every QP it may (2048), user B's rping still connects,
 #     and user C gets exactly the rest of the users' share (3840 - 2048).
 #     Before the fix: A takes every AH and QP and rping fails.
+#  3. A user's transmit work (a 32 MiB read and write between two of its
+#     QPs) is queued on system_wq only, never on system_highpri_wq
+#     (tracepoint workqueue_queue_work).
 #
 #   tests/vm/run.sh --build BUILD tests/vm/userlimits.sh [PATH/TO/mbcf_limits]
 set -u
@@ -169,6 +172,28 @@ check assert_match "^OBJS kind=qp created=$((USERS_QP - 2048)) errno=12 " "$HOLD
 stop "$pa" "$pc"
 no_oom "object caps"
 check vm_assert_clean "object caps" "$base_pins" 60
+
+# ---- 3. a user's transmit work at normal priority -----------------------------------
+# 32 MiB read and write between two user QPs (window 4096, as in vm.limits:
+# most frames are built by tx_work): every tx_work of theirs is queued on
+# system_wq ("events"), none on system_highpri_wq ("events_highpri").
+vm_phase "transmit work of a user's QPs: which workqueue"
+TR=/sys/kernel/tracing
+[ -e "$TR/events" ] || mount -t tracefs none "$TR"
+echo 4096 >/sys/module/mbcf/parameters/window
+echo >"$TR/trace"
+echo 1 >"$TR/events/workqueue/workqueue_queue_work/enable"
+as_user 1001 unlimited
+out=$("${UCMD[@]}" timeout 600 "$prog" bigio 32 2>&1)
+rc=$?
+echo 0 >"$TR/events/workqueue/workqueue_queue_work/enable"
+echo 0 >/sys/module/mbcf/parameters/window
+check assert_eq 0 "$rc" "uid 1001: bigio 32 MiB read + write, every byte checked"
+wq=$(grep -o 'function=mbcf_qp_tx_work.* workqueue=[a-z_]*' "$TR/trace" |
+	sed 's/.*workqueue=//' | sort | uniq -c | awk '{ printf "%s=%s ", $2, $1 }')
+vm_log "tx_work queued: ${wq:-none}"
+check assert_match '^events=[1-9][0-9]* $' "$wq" "a user's tx_work: on system_wq only"
+echo >"$TR/trace"
 
 check vm_dmesg_check
 vm_log "userlimits: $((SECONDS - T0)) s"
