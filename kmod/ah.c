@@ -26,6 +26,7 @@ struct mbcf_ah {
 	struct ib_ah ibah;
 	u32 num;
 	struct mbcf_av *av;
+	struct mbcf_user *owner;	/* charged to (limits.c); NULL: kernel */
 };
 
 static struct mbcf_ah *to_mbcf_ah(struct ib_ah *ibah)
@@ -67,10 +68,9 @@ static int mbcf_ah_create(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	if (atomic_inc_return(&dev->ah_count) > MBCF_MAX_AH) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_AH, &ah->owner);
+	if (err)
+		return err;
 	av = kzalloc(sizeof(*av), gfp);
 	if (!av) {
 		err = -ENOMEM;
@@ -98,7 +98,7 @@ err_erase:
 err_free:
 	kfree(av);
 err_count:
-	atomic_dec(&dev->ah_count);
+	mbcf_res_put(dev, ah->owner, MBCF_RES_AH);
 	return err;
 }
 
@@ -109,7 +109,7 @@ static int mbcf_ah_destroy(struct ib_ah *ibah, u32 flags)
 
 	xa_erase(&dev->ah_xa, ah->num);
 	kfree_rcu(ah->av, rcu);
-	atomic_dec(&dev->ah_count);
+	mbcf_res_put(dev, ah->owner, MBCF_RES_AH);
 	return 0;
 }
 

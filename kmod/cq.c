@@ -59,10 +59,9 @@ int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	if (atomic_inc_return(&dev->cq_count) > MBCF_MAX_CQ) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_CQ, &cq->owner);
+	if (err)
+		return err;
 
 	n = roundup_pow_of_two(attr->cqe);
 	cq->kernel = !udata;
@@ -88,7 +87,7 @@ int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_umap:
 	mbcf_umap_remove(cq->umap);
 err_count:
-	atomic_dec(&dev->cq_count);
+	mbcf_res_put(dev, cq->owner, MBCF_RES_CQ);
 	return err;
 }
 
@@ -156,7 +155,7 @@ int mbcf_cq_destroy(struct ib_cq *ibcq, struct ib_udata *udata)
 
 	mbcf_ring_store_release(mbcf_ring_flags(&cq->ring), MBCF_RING_F_DEAD);
 	mbcf_umap_remove(cq->umap);
-	atomic_dec(&to_mbcf_dev(ibcq->device)->cq_count);
+	mbcf_res_put(to_mbcf_dev(ibcq->device), cq->owner, MBCF_RES_CQ);
 	return 0;
 }
 

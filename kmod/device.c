@@ -94,6 +94,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&dev->qp_xa);
 	free_percpu(dev->rx_ctr);
 	mbcf_mr_dev_fini(dev);
+	mbcf_res_dev_fini(dev);
 	WARN_ON_ONCE(atomic_read(&dev->ah_count));
 	WARN_ON_ONCE(atomic_read(&dev->srq_count));
 	WARN_ON_ONCE(!xa_empty(&dev->ah_xa));
@@ -147,6 +148,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	spin_lock_init(&dev->retired_lock);
 	spin_lock_init(&dev->linger_lock);
 	mbcf_mr_dev_init(dev);
+	mbcf_res_dev_init(dev);
 	xa_init_flags(&dev->ah_xa, XA_FLAGS_ALLOC1);
 	atomic_set(&dev->ah_count, 0);
 	atomic_set(&dev->srq_count, 0);

@@ -25,6 +25,7 @@
  *   pacer.c   the device's pacer: one timer that kicks paced QPs when due
  *   srq.c     shared receive queues: the verbs, and waking the QPs that
  *             wait on one
+ *   limits.c  object limits: the device's, all users', each user's
  */
 #ifndef MBCF_KMOD_H
 #define MBCF_KMOD_H
@@ -56,7 +57,8 @@
  * 1 Mi entries: libfabric's rxm sizes its verbs CQ as (rx + tx queue) x
  * universe size (128 + 128) x 1024 = 262144 (mlx5: 4 Mi, rxe: 32767, on
  * which fi_pingpong -e rdm fails).  The ring is allocated page by page and
- * charged to the creator's memory cgroup (umap.c): 48 MiB at the limit.
+ * charged to the creator's memory cgroup and RLIMIT_MEMLOCK (umap.c):
+ * 48 MiB at the limit.
  */
 #define MBCF_MAX_CQE		(1024 * 1024)
 #define MBCF_MAX_MR		(64 * 1024)
@@ -107,6 +109,28 @@ struct mbcf_pacer {
  */
 #define MBCF_GFP_OBJ	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
+/* Objects the device counts (limits.c). */
+enum mbcf_res {
+	MBCF_RES_PD,
+	MBCF_RES_CQ,
+	MBCF_RES_QP,
+	MBCF_RES_SRQ,
+	MBCF_RES_AH,
+	MBCF_RES_MR,
+	MBCF_RES_MW,
+	MBCF_RES_NUM
+};
+
+/* 1/this of each device max is kept for kernel consumers (limits.c). */
+#define MBCF_RES_RESERVE	16
+
+/* One user's objects on one device, over all its contexts (limits.c). */
+struct mbcf_user {
+	u32 uid;			/* real uid, in the initial namespace */
+	unsigned int contexts;		/* under mbcf_dev.users_lock */
+	atomic_t objs[MBCF_RES_NUM];
+};
+
 /* Bits of mbcf_dev.flags. */
 enum mbcf_dev_flag {
 	MBCF_DEV_DYING,		/* unregistration has been queued or done */
@@ -153,6 +177,10 @@ struct mbcf_dev {
 	atomic_t srq_count;
 	atomic_long_t mr_pinned_pages;	/* pinned by live MRs: leak check */
 	struct mbcf_pacer pacer;
+	/* limits.c: user objects per type, and each user's (by uid) */
+	atomic_t user_objs[MBCF_RES_NUM];
+	struct xarray users;
+	struct mutex users_lock;
 	/* the round trip its QPs measure, which a QP with a shorter rto
 	 * waits for (docs/protocol.md 7.1); each sample writes it, no lock */
 	struct mbcf_rtt_share rtt_share;
@@ -160,10 +188,18 @@ struct mbcf_dev {
 
 struct mbcf_ucontext {
 	struct ib_ucontext ibuc;
+	struct mbcf_user *user;		/* its objects are charged here */
 };
 
 struct mbcf_pd {
 	struct ib_pd ibpd;
+	struct mbcf_user *owner;	/* charged to (limits.c); NULL: kernel */
+};
+
+/* Pages charged to a process's RLIMIT_MEMLOCK (umap.c: mbcf_charge). */
+struct mbcf_charge {
+	struct mm_struct *mm;		/* its pinned_vm holds npages; NULL: none */
+	unsigned long npages;
 };
 
 /* A kernel buffer user space maps (umap.c); owned by its mmap entry. */
@@ -174,6 +210,7 @@ struct mbcf_umap {
 	unsigned int npages;
 	size_t len;
 	bool kernel;			/* a kernel consumer's: no mmap entry */
+	struct mbcf_charge charge;	/* a user's: the pages, to RLIMIT_MEMLOCK */
 };
 
 struct mbcf_cq {
@@ -185,6 +222,7 @@ struct mbcf_cq {
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP / _SOLICITED */
 	bool overflowed;
 	bool kernel;			/* a kernel consumer's: struct ib_wc */
+	struct mbcf_user *owner;	/* charged to (limits.c); NULL: kernel */
 };
 
 /*
@@ -198,6 +236,7 @@ struct mbcf_wq {
 	struct mbcf_umap *umap;
 	struct mbcf_ring_end ring;	/* consumer end: idx = released, rd = read */
 	u8 *wr;				/* private copies, wr_stride bytes each */
+	struct mbcf_charge wr_charge;	/* a user's: wr, to RLIMIT_MEMLOCK */
 	u32 wr_stride;
 	u32 max_sge;			/* the QP's cap: checked per request */
 	bool broken;			/* the ring's indices made no sense */
@@ -216,6 +255,7 @@ struct mbcf_srq {
 	struct mbcf_wq rq;
 	u32 limit;			/* armed: SRQ_LIMIT_REACHED below it */
 	bool kernel;			/* a kernel consumer's (no user ring) */
+	struct mbcf_user *owner;	/* charged to (limits.c); NULL: kernel */
 	spinlock_t klock;		/* kring: a kernel consumer's posts */
 	struct mbcf_ring_end kring;
 	struct mutex qps_lock;		/* qps: the QPs attached */
@@ -264,6 +304,7 @@ struct mbcf_qp {
 	struct mbcf_qp_ref *ref;
 	u64 id;				/* device-unique: names it to windows */
 	bool kernel;			/* a kernel consumer's (no user rings) */
+	struct mbcf_user *owner;	/* charged to (limits.c); NULL: kernel */
 	bool ud;			/* UD or GSI: datagrams, no connection */
 	/*
 	 * Serialises everything below: every call into the protocol core,
@@ -407,9 +448,23 @@ extern const struct ib_device_ops mbcf_verbs_ops;
 /* umap.c */
 struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len);
 u64 mbcf_umap_offset(const struct mbcf_umap *m);
+int mbcf_charge(struct mbcf_charge *c, size_t bytes);
+void mbcf_uncharge(struct mbcf_charge *c);
 void mbcf_umap_remove(struct mbcf_umap *m);
 int mbcf_umap_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void mbcf_umap_free(struct rdma_user_mmap_entry *e);
+
+/* limits.c */
+void mbcf_res_dev_init(struct mbcf_dev *dev);
+void mbcf_res_dev_fini(struct mbcf_dev *dev);
+int mbcf_res_get(struct mbcf_dev *dev, struct ib_udata *udata,
+		 enum mbcf_res r, struct mbcf_user **owner);
+void mbcf_res_put(struct mbcf_dev *dev, struct mbcf_user *owner,
+		  enum mbcf_res r);
+u32 mbcf_res_users_max(enum mbcf_res r);
+u32 mbcf_res_user_max(enum mbcf_res r);
+struct mbcf_user *mbcf_user_get(struct mbcf_dev *dev);
+void mbcf_user_put(struct mbcf_dev *dev, struct mbcf_user *u);
 
 /* cq.c */
 int mbcf_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -521,6 +576,7 @@ struct mbcf_sge;
 struct mbcf_mr {
 	struct ib_mr ibmr;
 	struct ib_pd *pd;		/* ibmr.pd is set only after reg returns */
+	struct mbcf_user *owner;	/* charged to (limits.c) */
 	struct ib_umem *umem;
 	struct page **pages;		/* the pinned pages, in address order */
 	unsigned long npages;

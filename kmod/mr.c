@@ -237,15 +237,12 @@ static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 	if (udata && udata->inlen)
 		return ERR_PTR(-EINVAL);
 
-	if (atomic_inc_return(&dev->mr_count) > MBCF_MAX_MR) {
-		err = -ENOMEM;
-		goto err_count;
-	}
 	mr = kzalloc(sizeof(*mr), MBCF_GFP_OBJ);
-	if (!mr) {
-		err = -ENOMEM;
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = mbcf_res_get(dev, udata, MBCF_RES_MR, &mr->owner);
+	if (err)
 		goto err_count;
-	}
 	/* Pins (writable if any write access) and charges RLIMIT_MEMLOCK. */
 	mr->umem = ib_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
@@ -273,9 +270,9 @@ err_pages:
 err_pin:
 	ib_umem_release(mr->umem);
 err_alloc:
-	kfree(mr);
+	mbcf_res_put(dev, mr->owner, MBCF_RES_MR);
 err_count:
-	atomic_dec(&dev->mr_count);
+	kfree(mr);
 	return ERR_PTR(err);
 }
 
@@ -360,7 +357,7 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	mbcf_mr_zc_callback(NULL, &mr->zc, true);
 	mbcf_mr_drain(dev, mr);
 	mbcf_mr_unpin(dev, mr);
-	atomic_dec(&dev->mr_count);
+	mbcf_res_put(dev, mr->owner, MBCF_RES_MR);
 	kfree_rcu(mr, rcu);
 	return 0;
 }

@@ -48,6 +48,7 @@ struct mbcf_window {
 struct mbcf_mw {
 	struct ib_mw ibmw;
 	struct mbcf_window *win;
+	struct mbcf_user *owner;	/* charged to (limits.c) */
 };
 
 static struct mbcf_mw *to_mbcf_mw(struct ib_mw *ibmw)
@@ -93,10 +94,9 @@ static int mbcf_mw_alloc(struct ib_mw *ibmw, struct ib_udata *udata)
 
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
 		return -EINVAL;
-	if (atomic_inc_return(&dev->mw_count) > MBCF_MAX_MW) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_MW, &mw->owner);
+	if (err)
+		return err;
 	win = kzalloc(sizeof(*win), MBCF_GFP_OBJ);
 	if (!win) {
 		err = -ENOMEM;
@@ -117,7 +117,7 @@ static int mbcf_mw_alloc(struct ib_mw *ibmw, struct ib_udata *udata)
 err_free:
 	kfree(win);
 err_count:
-	atomic_dec(&dev->mw_count);
+	mbcf_res_put(dev, mw->owner, MBCF_RES_MW);
 	return err;
 }
 
@@ -134,7 +134,7 @@ static int mbcf_mw_dealloc(struct ib_mw *ibmw)
 	spin_unlock_bh(&win->lock);
 	xa_erase(&dev->mr_xa, win->rkey >> 8);
 	kfree_rcu(win, rcu);
-	atomic_dec(&dev->mw_count);
+	mbcf_res_put(dev, to_mbcf_mw(ibmw)->owner, MBCF_RES_MW);
 	return 0;
 }
 

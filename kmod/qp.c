@@ -57,11 +57,17 @@ static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events)
 		mbcf_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
-/* Work the lock holder leaves for process context (tx_work). */
+/*
+ * Work the lock holder leaves for process context (tx_work).  A user's QP
+ * (what its posts, its errors, its datagrams leave to do) queues it on the
+ * ordinary system_wq, at normal priority beside everyone's tasks; only
+ * kernel consumers' QPs (the CM's QP1, kernel ULPs) use system_highpri_wq.
+ */
 static void mbcf_qp_defer(struct mbcf_qp *qp)
 {
 	if (!qp->dying)
-		queue_work(system_highpri_wq, &qp->tx_work);
+		queue_work(qp->kernel ? system_highpri_wq : system_wq,
+			   &qp->tx_work);
 }
 
 /*
@@ -583,10 +589,9 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = mbcf_qp_check_init(init, !udata);
 	if (err)
 		return err;
-	if (atomic_inc_return(&dev->qp_count) > MBCF_MAX_QP) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_QP, &qp->owner);
+	if (err)
+		return err;
 
 	qp->dev = dev;
 	qp->id = atomic64_inc_return(&dev->qp_ids);
@@ -652,7 +657,7 @@ err_mem:
 err_ref:
 	kfree(qp->ref);
 err_count:
-	atomic_dec(&dev->qp_count);
+	mbcf_res_put(dev, qp->owner, MBCF_RES_QP);
 	return err;
 }
 
@@ -702,7 +707,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	mbcf_stats_retire(dev, &qp->conn.ctr);
 	mbcf_stats_retire(dev, &qp->dgram.ctr);
 	mbcf_qp_free_mem(qp);
-	atomic_dec(&dev->qp_count);
+	mbcf_res_put(dev, qp->owner, MBCF_RES_QP);
 	return 0;
 }
 

@@ -68,7 +68,8 @@ static void mbcf_srq_wake_work(struct work_struct *work)
  */
 void mbcf_srq_broken(struct mbcf_srq *srq)
 {
-	queue_work(system_highpri_wq, &srq->wake);
+	/* a user's broken ring: ordinary priority (qp.c, mbcf_qp_defer) */
+	queue_work(srq->kernel ? system_highpri_wq : system_wq, &srq->wake);
 }
 
 void mbcf_srq_attach(struct mbcf_srq *srq, struct mbcf_qp *qp)
@@ -105,10 +106,9 @@ static int mbcf_srq_create(struct ib_srq *ibsrq,
 		return -EINVAL;
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	if (atomic_inc_return(&dev->srq_count) > MBCF_MAX_SRQ) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	err = mbcf_res_get(dev, udata, MBCF_RES_SRQ, &srq->owner);
+	if (err)
+		return err;
 	srq->dev = dev;
 	srq->kernel = !udata;
 	spin_lock_init(&srq->lock);
@@ -145,7 +145,7 @@ static int mbcf_srq_create(struct ib_srq *ibsrq,
 err_free:
 	mbcf_wr_free(&srq->rq);
 err_count:
-	atomic_dec(&dev->srq_count);
+	mbcf_res_put(dev, srq->owner, MBCF_RES_SRQ);
 	return err;
 }
 
@@ -195,7 +195,7 @@ static int mbcf_srq_destroy(struct ib_srq *ibsrq, struct ib_udata *udata)
 	WARN_ON_ONCE(!list_empty(&srq->qps));
 	cancel_work_sync(&srq->wake);
 	mbcf_wr_free(&srq->rq);
-	atomic_dec(&srq->dev->srq_count);
+	mbcf_res_put(srq->dev, srq->owner, MBCF_RES_SRQ);
 	return 0;
 }
 

@@ -15,8 +15,24 @@
  *
  * Kernel consumers' objects (no user context) use the same buffers with no
  * mmap entry: mbcf_umap_remove() frees them at once.
+ *
+ * A user buffer's pages are also charged to the creating process's
+ * RLIMIT_MEMLOCK, in the same counter and with the same rule as the pages
+ * ib_umem_get() pins for its MRs (mm->pinned_vm, "VmPin" in
+ * /proc/PID/status; CAP_IPC_LOCK lifts the limit, not the count): hardware
+ * providers' rings are user memory pinned that way, and without it a
+ * process could hold 4096 CQs of 48 MiB that no limit but the memory
+ * cgroup sees, and that are not in its RSS once it unmaps them, so the
+ * global OOM killer would take other processes.  The charge lasts as long
+ * as the buffer: from before its pages are allocated until they are put
+ * (mbcf_umap_release), which happens when the object is destroyed,
+ * whichever path destroys it (the verb, the process's exit, the device's
+ * removal).  Pages the process still maps after that are in its RSS.
  */
+#include <linux/capability.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -30,6 +46,41 @@ static struct mbcf_umap *to_umap(struct rdma_user_mmap_entry *e)
 	return container_of(e, struct mbcf_umap, rdma);
 }
 
+/*
+ * Charge @bytes, in pages, to the calling process's locked memory, as
+ * ib_umem_get() does: ENOMEM over RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+ * Also used for the other per-entry kernel memory a user queue sizes
+ * (wr.c: the private copies of its requests).
+ */
+int mbcf_charge(struct mbcf_charge *c, size_t bytes)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long npages = PAGE_ALIGN(bytes) >> PAGE_SHIFT;
+	struct mm_struct *mm = current->mm;
+
+	if (WARN_ON_ONCE(!mm || c->mm))
+		return -EINVAL;
+	if (atomic64_add_return(npages, &mm->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);		/* the process may be gone when we uncharge */
+	c->mm = mm;
+	c->npages = npages;
+	return 0;
+}
+
+/* Give back what mbcf_charge() took, if anything; any process context. */
+void mbcf_uncharge(struct mbcf_charge *c)
+{
+	if (!c->mm)
+		return;
+	atomic64_sub(c->npages, &c->mm->pinned_vm);
+	mmdrop(c->mm);
+	c->mm = NULL;
+}
+
 static void mbcf_umap_release(struct mbcf_umap *m)
 {
 	unsigned int i;
@@ -39,6 +90,7 @@ static void mbcf_umap_release(struct mbcf_umap *m)
 	for (i = 0; m->pages && i < m->npages && m->pages[i]; i++)
 		put_page(m->pages[i]);
 	kvfree(m->pages);
+	mbcf_uncharge(&m->charge);
 	kfree(m);
 }
 
@@ -57,6 +109,11 @@ struct mbcf_umap *mbcf_umap_create(struct ib_ucontext *uctx, size_t len)
 		return ERR_PTR(-ENOMEM);
 	m->len = PAGE_ALIGN(len);
 	m->npages = m->len >> PAGE_SHIFT;
+	if (uctx) {
+		err = mbcf_charge(&m->charge, m->len);
+		if (err)
+			goto err_release;
+	}
 	m->pages = kvcalloc(m->npages, sizeof(*m->pages), MBCF_UMAP_GFP);
 	if (!m->pages)
 		goto err_nomem;

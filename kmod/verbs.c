@@ -144,6 +144,7 @@ static int mbcf_verbs_alloc_ucontext(struct ib_ucontext *ibuc,
 				     struct ib_udata *udata)
 {
 	struct mbcf_dev *dev = to_mbcf_dev(ibuc->device);
+	struct mbcf_ucontext *uc = container_of(ibuc, struct mbcf_ucontext, ibuc);
 	struct mbcf_alloc_ucontext_resp resp = {
 		.abi_version = MBCF_ABI_VERSION,
 		.max_inline = MBCF_MAX_INLINE,
@@ -155,6 +156,9 @@ static int mbcf_verbs_alloc_ucontext(struct ib_ucontext *ibuc,
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
 		return err;
+	uc->user = mbcf_user_get(dev);
+	if (IS_ERR(uc->user))
+		return PTR_ERR(uc->user);
 	atomic_inc(&dev->ucontext_count);
 	return 0;
 }
@@ -173,23 +177,23 @@ static void mbcf_verbs_disassociate_ucontext(struct ib_ucontext *ibuc)
 
 static void mbcf_verbs_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
-	atomic_dec(&to_mbcf_dev(ibuc->device)->ucontext_count);
+	struct mbcf_dev *dev = to_mbcf_dev(ibuc->device);
+
+	mbcf_user_put(dev, container_of(ibuc, struct mbcf_ucontext, ibuc)->user);
+	atomic_dec(&dev->ucontext_count);
 }
 
 static int mbcf_verbs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct mbcf_dev *dev = mbcf_pd_dev(ibpd);
+	struct mbcf_pd *pd = container_of(ibpd, struct mbcf_pd, ibpd);
 
-	if (atomic_inc_return(&dev->pd_count) > MBCF_MAX_PD) {
-		atomic_dec(&dev->pd_count);
-		return -ENOMEM;
-	}
-	return 0;
+	return mbcf_res_get(mbcf_pd_dev(ibpd), udata, MBCF_RES_PD, &pd->owner);
 }
 
 static int mbcf_verbs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	atomic_dec(&mbcf_pd_dev(ibpd)->pd_count);
+	mbcf_res_put(mbcf_pd_dev(ibpd), container_of(ibpd, struct mbcf_pd, ibpd)->owner,
+		     MBCF_RES_PD);
 	return 0;
 }
 

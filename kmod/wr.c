@@ -115,6 +115,14 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 	if (err)
 		return err;
 	q->wr_stride = ALIGN(hdr + body, 8);
+	/* a user's: as much kernel memory as its ring, and as bounded */
+	if (uctx) {
+		err = mbcf_charge(&q->wr_charge, (size_t)n * q->wr_stride);
+		if (err) {
+			mbcf_wr_free(q);
+			return err;
+		}
+	}
 	q->wr = kvcalloc(n, q->wr_stride, MBCF_GFP_OBJ);
 	if (!q->wr) {
 		mbcf_wr_free(q);
@@ -148,6 +156,7 @@ void mbcf_wr_free(struct mbcf_wq *q)
 	}
 	kvfree(q->wr);
 	q->wr = NULL;
+	mbcf_uncharge(&q->wr_charge);
 }
 
 /* The slot a receive claimed from @qp's SRQ moves to (mbcf_wr_claim_srq). */

@@ -29,6 +29,24 @@
  *       One RDMA READ of MIB MiB, then one RDMA WRITE of MIB MiB, -a <- -b,
  *       every byte checked (limits.sh counts the frames each received frame
  *       makes the receive softirq build, with kprobes).
+ *   mbcf_limits memlock cq|qp|srq
+ *       Create objects on -a until refused, under the RLIMIT_MEMLOCK the
+ *       process was given (userlimits.sh: 8 MiB, an unprivileged user):
+ *       CQs of 4096 entries, RC QPs of 256 + 256 entries (one SGE, one
+ *       shared CQ), SRQs of 1024 entries.  After each, the process's VmPin
+ *       (mm->pinned_vm, where the kernel charges ring pages) must have grown
+ *       by the same number of pages: for CQs and SRQs exactly the ring
+ *       (256 header bytes + entries, page-rounded), for QPs at least both
+ *       rings.  Asserted: refusal with ENOMEM after exactly
+ *       (limit - VmPin before) / per-object pages, VmPin never above the
+ *       limit.  Stops (failing) once it got one object more than that.
+ *       Prints "MEMLOCK kind=K created=N errno=E pages_each=P base=B
+ *       vmpin=V limit=L" (pages) and exits 1 if a check failed.
+ *   mbcf_limits objs ah|qp HOLD_S
+ *       Create AHs (to the device's own GID 0) or RC QPs (1 + 1 entries,
+ *       one shared CQ) on -a until refused or the device maximum is passed,
+ *       print "OBJS kind=K created=N errno=E", "holding", then hold them
+ *       HOLD_S seconds or until SIGTERM.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +61,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <rdma/mbcf-abi.h>
 
 #include "stream.h"
 #include "vmprog.h"
@@ -154,6 +174,154 @@ static int run_hog(const char *kind, int hold_s)
 	printf("holding\n");
 	fflush(stdout);
 	vp_sleep_us((long)hold_s * 1000000);
+	return 0;	/* exit: the kernel destroys everything */
+}
+
+/* ---- memlock: ring memory against RLIMIT_MEMLOCK -------------------------------- */
+
+/* This process's VmPin (mm->pinned_vm), in pages. */
+static long vmpin_pages(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		vp_die("/proc/self/status: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	if (kb < 0)
+		vp_die("no VmPin in /proc/self/status");
+	return kb / (VP_PAGE / 1024);
+}
+
+/* Pages of a ring of @n entries of @stride bytes (kmod/umap.c). */
+static long ring_pages(long n, long stride)
+{
+	return (MBCF_RING_ENTRIES_OFF + n * stride + VP_PAGE - 1) / VP_PAGE;
+}
+
+#define ALIGN16(x)	(((x) + 15) & ~15L)
+
+/* One more object of @kind for the memlock test; 0 or the errno. */
+static int memlock_one(struct vp_dev *d, const char *kind, struct ibv_cq *qcq)
+{
+	if (!strcmp(kind, "cq"))
+		return ibv_create_cq(d->ctx, 4096, NULL, NULL, 0) ? 0 : errno;
+	if (!strcmp(kind, "srq")) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1024, .max_sge = 1 } };
+
+		return ibv_create_srq(d->pd, &sa) ? 0 : errno;
+	} else {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = qcq, .recv_cq = qcq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 256, .max_recv_wr = 256,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		return ibv_create_qp(d->pd, &ia) ? 0 : errno;
+	}
+}
+
+static int run_memlock(const char *kind)
+{
+	long sq = ring_pages(256, ALIGN16(sizeof(struct mbcf_send_wqe) + sizeof(struct mbcf_sge)));
+	long rq = ring_pages(256, ALIGN16(sizeof(struct mbcf_recv_wqe) + sizeof(struct mbcf_sge)));
+	long want, limit, base, v, prev, each = -1, n = 0, bad = 0, expect;
+	struct ibv_cq *qcq = NULL;
+	struct rlimit rl;
+	struct vp_dev d;
+	int err;
+
+	if (!strcmp(kind, "cq"))
+		want = ring_pages(4096, MBCF_CQE_SIZE);
+	else if (!strcmp(kind, "srq"))
+		want = ring_pages(1024, ALIGN16(sizeof(struct mbcf_recv_wqe) + sizeof(struct mbcf_sge)));
+	else if (!strcmp(kind, "qp"))
+		want = sq + rq;		/* at least: plus the request copies */
+	else
+		vp_die("memlock cq|qp|srq");
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		vp_die("memlock: needs a finite RLIMIT_MEMLOCK");
+	limit = (long)(rl.rlim_cur / VP_PAGE);
+	open_both(&d, NULL);
+	if (!strcmp(kind, "qp"))
+		qcq = cq_new(&d, 16);
+	base = prev = vmpin_pages();
+	expect = (limit - base) / want;	/* an upper bound for QPs */
+	while (!(err = memlock_one(&d, kind, qcq))) {
+		v = vmpin_pages();
+		if (each < 0)
+			each = v - prev;
+		if (v - prev != each || v - prev < want) {
+			printf("FAIL: %s %ld charged %ld pages (the first %ld; the ring%s %ld)\n",
+			       kind, n + 1, v - prev, each, strcmp(kind, "qp") ? "" : "s", want);
+			bad++;
+		}
+		prev = v;
+		if (++n > expect)
+			break;	/* over the limit: stop before memory runs out */
+	}
+	v = vmpin_pages();
+	if (each > 0)
+		expect = (limit - base) / each;
+	printf("MEMLOCK kind=%s created=%ld errno=%d (%s) pages_each=%ld base=%ld vmpin=%ld limit=%ld rings=%ld\n",
+	       kind, n, err, strerror(err), each, base, v, limit, want);
+	if (n != expect || err != ENOMEM || v > limit || (strcmp(kind, "qp") && each != want)) {
+		printf("FAIL: want created=%ld errno=%d pages_each=%s%ld vmpin<=%ld\n", expect,
+		       ENOMEM, strcmp(kind, "qp") ? "" : ">=", want, limit);
+		bad++;
+	}
+	return bad ? 1 : 0;
+}
+
+/* ---- objs: hold every object of a kind the process may -------------------------- */
+
+static int run_objs(const char *kind, int hold_s)
+{
+	long n = 0, max;
+	struct ibv_cq *qcq = NULL;
+	struct ibv_device_attr da;
+	struct vp_dev d;
+	double end;
+	int err = 0;
+
+	open_both(&d, NULL);
+	if (ibv_query_device(d.ctx, &da))
+		vp_die("ibv_query_device");
+	max = !strcmp(kind, "ah") ? da.max_ah : da.max_qp;
+	if (!strcmp(kind, "qp"))
+		qcq = cq_new(&d, 16);
+	else if (strcmp(kind, "ah"))
+		vp_die("objs ah|qp");
+	while (n <= max) {
+		if (!strcmp(kind, "ah")) {
+			struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+						  .grh = { .dgid = d.gid, .hop_limit = 1 } };
+
+			err = ibv_create_ah(d.pd, &aa) ? 0 : errno;
+		} else {
+			struct ibv_qp_init_attr ia = {
+				.send_cq = qcq, .recv_cq = qcq, .qp_type = IBV_QPT_RC,
+				.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+					 .max_send_sge = 1, .max_recv_sge = 1 },
+			};
+
+			err = ibv_create_qp(d.pd, &ia) ? 0 : errno;
+		}
+		if (err)
+			break;
+		n++;
+	}
+	printf("OBJS kind=%s created=%ld errno=%d (%s)\n", kind, n, err, strerror(err));
+	printf("holding\n");
+	fflush(stdout);
+	signal(SIGTERM, on_term);
+	end = vp_now() + hold_s;
+	while (!stop && vp_now() < end)
+		vp_sleep_us(100000);
 	return 0;	/* exit: the kernel destroys everything */
 }
 
@@ -450,7 +618,8 @@ static int run_bigio(size_t mib)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mbcf_limits [-a DEV] [-b DEV] [-s SEED] [-L MIB] hog KIND HOLD_S |\n"
-		"       stream SECONDS [PAIRS] | destroy N | hold N | bigio MIB\n");
+		"       stream SECONDS [PAIRS] | destroy N | hold N | bigio MIB |\n"
+		"       memlock cq|qp|srq | objs ah|qp HOLD_S\n");
 	exit(2);
 }
 
@@ -483,6 +652,10 @@ int main(int argc, char **argv)
 		ret = run_destroy(atoi(argv[optind + 1]));
 	else if (!strcmp(mode, "hold"))
 		ret = run_hold(atoi(argv[optind + 1]));
+	else if (!strcmp(mode, "memlock"))
+		ret = run_memlock(argv[optind + 1]);
+	else if (!strcmp(mode, "objs") && optind + 3 == argc)
+		ret = run_objs(argv[optind + 1], atoi(argv[optind + 2]));
 	else if (!strcmp(mode, "bigio"))
 		ret = run_bigio((size_t)atol(argv[optind + 1]));
 	else
