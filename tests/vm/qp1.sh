@@ -35,7 +35,7 @@ assert_eq 400 $(($(ctr drop_truncated) - tr0)) "cut frames dropped" || failed=1
 
 # The CM answers on QP1 still.
 logs=$(mktemp -d)
-timeout 120 rping -s -a "$VM_IP0" -p 7174 -V -C 100 >"$logs/rping.srv" 2>&1 &
+timeout 120 rping -s -a 0.0.0.0 -p 7174 -V -C 100 >"$logs/rping.srv" 2>&1 &
 spid=$!
 if vm_wait_listen 7174 &&
 	in_ns1 timeout 120 rping -c -a "$VM_IP0" -p 7174 -v -V -C 100 >"$logs/rping.cli" 2>&1 &&
