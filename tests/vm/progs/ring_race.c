@@ -388,16 +388,6 @@ static int post_send(struct side *s, uint64_t id)
 	return ibv_post_send(s->qp, &wr, &bad);
 }
 
-static int qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr ia;
-	struct ibv_qp_attr a;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
-		return -1;
-	return a.qp_state;
-}
-
 /*
  * Async events of @d until none for @quiet s: counts of QP_FATAL, SRQ_ERR
  * and LAST_WQE_REACHED (an SRQ's QP in ERR).
@@ -460,7 +450,7 @@ static void case_flip(const char *name, bool srq)
 	atomic_store(&f.stop, true);
 	pthread_join(f.t, NULL);
 	count_events(&DA, 1, &fatal, &srq_err, &last);
-	st = qp_state(a.qp);
+	st = vp_qp_state(a.qp);
 	if (st == IBV_QPS_RTS) {
 		if (fatal || srq_err || last)
 			vc_fail("RTS with %d QP_FATAL, %d SRQ_ERR, %d LAST_WQE",

@@ -237,16 +237,6 @@ static struct ibv_qp *qp_make(struct dev *d, enum ibv_qp_type type,
 	return qp;
 }
 
-static int qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
-		return -1;
-	return a.qp_state;
-}
-
 static void rc_connect(struct ibv_qp *x, struct dev *dx, struct ibv_qp *y,
 		       struct dev *dy, const struct qp_opts *ox,
 		       const struct qp_opts *oy)
@@ -1185,7 +1175,7 @@ static void check_hostile(enum hostile how)
 	      ev_count(IBV_EVENT_QP_FATAL, b[0]), ev_count(IBV_EVENT_QP_FATAL, b[1]),
 	      ev_count(IBV_EVENT_QP_LAST_WQE_REACHED, b[0]),
 	      ev_count(IBV_EVENT_QP_LAST_WQE_REACHED, b[1]));
-	CHECK(qp_state(b[0]) == IBV_QPS_ERR && qp_state(b[1]) == IBV_QPS_ERR,
+	CHECK(vp_qp_state(b[0]) == IBV_QPS_ERR && vp_qp_state(b[1]) == IBV_QPS_ERR,
 	      "%s: both attached QPs in ERR", nm);
 	n = poll_quiet(DB.cq, wc, 4);
 	CHECK(n == 0, "%s: no receive completion (%d)", nm, n);

@@ -305,16 +305,6 @@ static void expect_none(const char *what)
 	      QUIET_MS, n);
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
-}
-
 int main(int argc, char **argv)
 {
 	const char *da = "mbcf1", *db = "mbcf0";
@@ -407,8 +397,8 @@ int main(int argc, char **argv)
 		CHECK(f0 >= 0 && f1 == f0,
 		      "oversize: no frame reaches %s (rx_frames %lld -> %lld)",
 		      DB.name, f0, f1);
-		CHECK(qp_state(qa) == IBV_QPS_RTS, "oversize: sending QP stays RTS (%d)",
-		      (int)qp_state(qa));
+		CHECK(vp_qp_state(qa) == IBV_QPS_RTS, "oversize: sending QP stays RTS (%d)",
+		      (int)vp_qp_state(qa));
 		snprintf(what, sizeof(what), "active_mtu = %u bytes after oversize",
 			 mtu_bytes);
 		if (post_ud(qa, 210, mtu_bytes, ah, qb->qp_num, QKEY, 0, 0))
@@ -456,8 +446,8 @@ int main(int argc, char **argv)
 		CHECK(r0 >= 0 && r1 == r0 + 1,
 		      "small receive: %s drop_bad_length +1 (%lld -> %lld)", DB.name,
 		      r0, r1);
-		CHECK(qp_state(qb) == IBV_QPS_RTS, "small receive: receiving QP "
-		      "still RTS (%d)", (int)qp_state(qb));
+		CHECK(vp_qp_state(qb) == IBV_QPS_RTS, "small receive: receiving QP "
+		      "still RTS (%d)", (int)vp_qp_state(qb));
 		/* the receive that stayed posted takes a datagram that fits */
 		if (post_ud(qa, 401, 10, ah, qb->qp_num, QKEY, 1, 0xbeef))
 			vp_die_errno("ibv_post_send");
@@ -496,8 +486,8 @@ int main(int argc, char **argv)
 	if (!rc)
 		expect_send("other PD's AH", 510, qx, IBV_WC_LOC_QP_OP_ERR);
 	expect_none("other PD's AH");
-	CHECK(qp_state(qx) == IBV_QPS_ERR, "other PD's AH: sending QP in ERR (%d)",
-	      (int)qp_state(qx));
+	CHECK(vp_qp_state(qx) == IBV_QPS_ERR, "other PD's AH: sending QP in ERR (%d)",
+	      (int)vp_qp_state(qx));
 	/* the receive still posted takes the next good datagram */
 	if (post_ud(qa, 511, 1, ah, qb->qp_num, QKEY, 0, 0))
 		vp_die_errno("ibv_post_send");

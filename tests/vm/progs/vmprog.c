@@ -399,13 +399,18 @@ int vp_ep_connect(struct vp_ep *e, const struct vp_ep *peer,
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-int vp_ep_state(const struct vp_ep *e)
+int vp_qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr a;
-	int err = ibv_query_qp(e->qp, &a, IBV_QP_STATE, &ia);
+	int err = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
 
 	return err ? -err : (int)a.qp_state;
+}
+
+int vp_ep_state(const struct vp_ep *e)
+{
+	return vp_qp_state(e->qp);
 }
 
 /* ---- memory -------------------------------------------------------------------- */

@@ -138,6 +138,7 @@ int vp_ep_create(struct vp_ep *e, struct vp_dev *d, struct ibv_cq *cq,
 int vp_ep_connect(struct vp_ep *e, const struct vp_ep *peer,
 		  const struct vp_conn_opts *o);
 /* The QP's state from ibv_query_qp, or -errno. */
+int vp_qp_state(struct ibv_qp *qp);
 int vp_ep_state(const struct vp_ep *e);
 
 /* ---- memory ------------------------------------------------------------------ */
