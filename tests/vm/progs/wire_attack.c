@@ -503,7 +503,7 @@ static bool wf_fields_ok(const struct wf *f)
 enum ctr {
 	C_RX, C_ACC, C_ACK, C_NAK, C_LOST, C_STOP, C_GO, C_REMERR,
 	C_NOMEM, C_MALF, C_TRUNC, C_VER, C_OPC, C_LEN, C_WQP, C_OOS, C_DUP,
-	C_RNR, C_QPERR, C_BADACK, C_BADRESP,
+	C_RNR, C_QPERR, C_BADACK, C_BADRESP, C_NOTUNI,
 	NVERDICT,
 	/* transmit side, for the reply cross-checks */
 	X_NAKTX = NVERDICT, X_STOPTX, X_GOTX, X_LOSTTX, X_TXF,
@@ -519,7 +519,7 @@ static const char *const ctr_name[NCTR] = {
 	"drop_truncated", "drop_bad_version", "drop_bad_opcode",
 	"drop_bad_length", "drop_wrong_qp", "drop_out_of_sequence",
 	"drop_duplicate", "drop_rnr_stopped", "drop_qp_error", "drop_bad_ack",
-	"drop_bad_response",
+	"drop_bad_response", "drop_not_unicast",
 	"nak_tx", "stop_tx", "go_tx", "lost_tx", "tx_frames",
 };
 
@@ -1502,10 +1502,22 @@ static struct hq hq0, hq1;		/* the responder on mbcf0, the requester on mbcf1 */
  * Its tx_epoch is unknown, but far below 0x8000 (its go-backs are few):
  * epoch 0 is a round it has had.  1 in state, 0 not, -1 cannot tell.
  */
-static int honest_ctl_in_state(const struct hq *h, const struct wf *f)
+#define HQ_DRIFT	64
+
+static int honest_ctl_in_state(const struct hq *h0, const struct wf *f)
 {
+	struct hq hb = *h0, *h = &hb;
 	uint32_t k = f->ack;
 	int r = 1, top;
+
+	/*
+	 * The bounds were taken before the frame left: frames are queued
+	 * (QMAX) and one honest_step() may post H_INFLIGHT requests of a
+	 * few frames each before they are flushed.  HQ_DRIFT psns covers
+	 * that many times over; rcv_nxt and snd_max may be that far beyond.
+	 */
+	h->rcv_hi = psn_add(h->rcv_hi, HQ_DRIFT);
+	h->smax_hi = psn_add(h->smax_hi, HQ_DRIFT);
 
 	if (psn_diff(f->psn, h->rcv_hi) > WINDOW_MAX || psn_diff(f->psn, h->rcv_lo) < -WINDOW_MAX)
 		return 0;
@@ -4273,15 +4285,15 @@ static void hspoof_resp(struct wf *f)
  */
 static bool hspoof_ctl_in_state(const struct hq *h, struct wf *f)
 {
-	int32_t span = psn_diff(h->smax_hi, h->una_lo);
-	int32_t pspan = psn_diff(h->rcv_hi, h->rcv_lo);
+	int32_t span = psn_diff(h->smax_hi, h->una_lo) + HQ_DRIFT;
+	int32_t pspan = psn_diff(h->rcv_hi, h->rcv_lo) + HQ_DRIFT;
 	uint32_t k;
 
 	if (span > WINDOW_MAX - 3 || pspan > WINDOW_MAX)
 		return false;
 	k = psn_sub(h->una_lo, range(2, (uint32_t)(WINDOW_MAX - span)));
 	f->ack = k;
-	f->psn = psn_add(psn_sub(h->rcv_hi, WINDOW_MAX),
+	f->psn = psn_add(psn_sub(h->rcv_hi, WINDOW_MAX - HQ_DRIFT),
 			 below((uint32_t)(2 * WINDOW_MAX - pspan) + 1));
 	f->rsvd = 0;
 	memset(f->map, 0, sizeof(f->map));
@@ -4315,7 +4327,29 @@ static void gen_honest(void)
 	f.ack = psn_sub(h->una_lo, range(1, 1u << 20));
 	f.psn = (uint32_t)rnd() & PSN_MASK;
 	third_mac(mac);
-	switch (below(8)) {
+	switch (below(9)) {
+	case 8:
+		/*
+		 * The peer's MAC, a WRITE frame a little after the gap that
+		 * could be placed early (5.1 rules 1-4: not LAST, a run of
+		 * 255, d < 256, in the responder's MR) but acknowledging an
+		 * old psn of the responder's own stream: never placed (rule
+		 * 5), drop_out_of_sequence.  Had it been placed, the honest
+		 * frame with that psn would be dropped as a duplicate and
+		 * acknowledged: the honest data check would fail.  Its LOST
+		 * to the real peer names seen = its psn: maybe one it sent.
+		 */
+		if (dev != 0 || psn_diff(h->rcv_hi, h->rcv_lo) + HQ_DRIFT >= EARLY_SPAN - 2)
+			return;
+		hspoof_write(&f);
+		f.flags = pct(50) ? FL_FIRST : 0;
+		f.status = EARLY_SPAN - 1;		/* the run */
+		f.psn = psn_add(h->rcv_hi, range(HQ_DRIFT + 1, (uint32_t)(EARLY_SPAN - 1 -
+						 psn_diff(h->rcv_hi, h->rcv_lo))));
+		f.ack = psn_sub(h->una_lo, range(1, 1000));
+		pred_slack[1][C_BADACK]++;
+		hsend(dev, &f, h->peer_mac);
+		return;
 	case 0:		/* NAKs naming every psn it may be waiting on */
 		lo = h->una_lo;
 		hi = h->smax_hi;
@@ -4361,7 +4395,7 @@ static void gen_honest(void)
 		f.seen = psn_add(f.ack, 1);
 		switch (below(f.op == OP_LOST ? 6 : 4)) {
 		case 0:
-			f.psn = psn_add(h->rcv_hi, range(WINDOW_MAX + 1, 1u << 22));
+			f.psn = psn_add(h->rcv_hi, range(HQ_DRIFT + WINDOW_MAX + 1, 1u << 22));
 			break;
 		case 1:
 			f.psn = psn_sub(h->rcv_lo, range(WINDOW_MAX + 1, 1u << 22));
@@ -4371,7 +4405,7 @@ static void gen_honest(void)
 			f.seen = psn_add(f.ack, 1);
 			break;
 		case 3:
-			f.ack = psn_add(h->smax_hi, range(1, 1u << 22));
+			f.ack = psn_add(h->smax_hi, range(HQ_DRIFT + 1, 1u << 22));
 			f.seen = psn_add(f.ack, 1);
 			break;
 		case 4:
@@ -4557,6 +4591,22 @@ static int flood_frame(uint8_t *b, size_t *len)
 	}
 	*len = 14 + n;
 	v = wf_parse(m, n, &g);
+	/*
+	 * To the broadcast or a multicast MAC (2.1: mbcf joins no group):
+	 * counted and dropped before anything looks at the frame, whatever
+	 * it holds, even a valid frame from the attack QP's own peer.
+	 */
+	if (pct(4)) {
+		if (pct(40))
+			memset(b, 0xff, 6);
+		else if (pct(50))
+			memcpy(b, (const uint8_t[]){ 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 }, 6);
+		else
+			b[0] |= 0x01;	/* the group bit of veth0's own MAC */
+		if (pct(50))
+			memcpy(b + 6, PEER_MAC, 6);
+		return C_NOTUNI;
+	}
 	/* a valid frame here comes from a third MAC or to nobody's QP */
 	return v == C_OK ? C_WQP : v;
 }
