@@ -18,11 +18,9 @@
 #  - over W seconds of that load (the window stretches under TCG: the
 #    counters' reads fork), asserted:
 #    - pacer_throttled on mbcf1 moves;
-#    - the thread's own CPU time (/proc/PID/stat) is at most PCT + TOL
-#      points of the vCPU: the budget, plus nice 19's CFS share (1.4 %),
-#      one QP's kick of overrun per period and what the thread runs
-#      outside the time it charges (waking, restoring its priority): 0.267
-#      seen on a quiet host, and 0.339-0.414 without the budget;
+#    - the thread's own CPU time (/proc/PID/stat) is at most PCT + 5
+#      points of the vCPU: the budget, plus nice 19's CFS share (1.4 %)
+#      and one QP's kick of overrun per period;
 #    - the busy loop's share B >= B0 * (100 - PCT) / 100 * 1024 / 1039 / 2
 #      - TOL points: what the budget leaves, less nice 19's share, halved
 #      because ksoftirqd/1 (nice 0 as well) takes an equal share of it --
@@ -148,7 +146,7 @@ pc=$(awk -v c="$((p1 - p0))" -v hz="$HZ" -v t="$el" 'BEGIN { printf "%.3f", c / 
 # (nice 0 too: the receive work the paced frames raise there, past what
 # the thread runs inline), less TOL
 floor=$(awk -v b0="$b0" -v p="$PCT" -v tol="$TOL" 'BEGIN { printf "%.3f", b0 * (100 - p) / 100 * 1024 / 1039 / 2 - tol / 100 }')
-pmax=$(awk -v p="$PCT" -v tol="$TOL" 'BEGIN { printf "%.3f", (p + tol) / 100 }')
+pmax=$(awk -v p="$PCT" 'BEGIN { printf "%.3f", p / 100 + 0.05 }')
 echo "pacer_budget: over $el s: busy loop B = $b of vCPU 1 (floor $floor), pacing thread $pc (its own time; its softirq work is not in it), pacer_throttled +$(( ${th1:-0} - ${th0:-0} )) (${thr0:-missing} before the load), mbcf1 tx_frames $(( (f1 - f0) )) ($(( (f1 - f0) * 1514 * 8 / 1000 / ${el%.*} )) kbit/s)"
 grep -E '^ *4096 ' "$logs/load.log" | sed 's/^/  load| /'
 check assert_eq 0 "$lrc" "paced ib_write_bw as uid 1001 ran to the end"
