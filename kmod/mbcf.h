@@ -95,13 +95,6 @@ struct mbcf_pacer {
 	struct kthread_work work;
 	bool armed;
 	u64 armed_at;
-	/* the thread's CPU budget (pace_cpu_pct of every period) */
-	struct mutex budget_lock;	/* the fields below; taken by the thread */
-	struct hrtimer budget_timer;	/* hard: the period's end, when throttled */
-	struct work_struct budget_work;	/* back to SCHED_FIFO (system_highpri_wq) */
-	u64 period_start;		/* ns, CLOCK_MONOTONIC */
-	u64 used;			/* ns the thread ran at SCHED_FIFO in it */
-	bool throttled;			/* SCHED_NORMAL, nice 19, until it ends */
 };
 
 /*

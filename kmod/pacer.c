@@ -15,19 +15,6 @@
  * would run in softirq, and under receive load softirqs move to ksoftirqd,
  * an ordinary thread that busy processes delay by milliseconds.
  *
- * CPU budget: any user may set rates (ibv_modify_qp_rate_limit), and
- * enough paced QPs keep the thread busy without end.  So it runs at
- * SCHED_FIFO for at most pace_cpu_pct percent of every MBCF_PACER_PERIOD_NS
- * (its own wall time while serving QPs: what it sends, and whatever
- * softirq work that runs in its context, checked after every QP); past
- * that it drops to SCHED_NORMAL at nice 19 until the period ends, still
- * serving QPs when the CPU is otherwise idle, but leaving a nice-0
- * process at least (100 - pace_cpu_pct) percent of it, less the share
- * CFS gives nice 19 (15/1039).  A hard timer at the period's end has
- * system_highpri_wq restore SCHED_FIFO (the thread itself, at nice 19,
- * might wait long for its turn); the thread does it too if it finds the
- * period over.  pacer_throttled counts the periods that ran out.
- *
  * Locking: qp->lock nests outside pacer.lock (mbcf_pacer_wait is called
  * under the QP lock); the thread drops pacer.lock before it takes a QP's.
  * A QP in the tree holds no reference; the thread takes one (qp->ref) under
@@ -45,15 +32,6 @@
 
 /* QPs served per run of the pacing thread; the rest in the next run. */
 #define MBCF_PACER_BATCH	32
-
-/* The CPU budget: pace_cpu_pct percent of every period at SCHED_FIFO. */
-#define MBCF_PACER_PERIOD_NS	(10 * NSEC_PER_MSEC)
-#define MBCF_PACER_THROTTLED_NICE	19
-
-static unsigned int mbcf_pace_cpu_pct = 50;
-module_param_named(pace_cpu_pct, mbcf_pace_cpu_pct, uint, 0644);
-MODULE_PARM_DESC(pace_cpu_pct,
-		 "Pacing: percent of every 10 ms the pacing thread may run at SCHED_FIFO; beyond it SCHED_NORMAL, nice 19, until the period ends (default 50; 100 = no budget)");
 
 static bool mbcf_pacer_less(struct rb_node *a, const struct rb_node *b)
 {
@@ -114,79 +92,6 @@ void mbcf_pacer_remove(struct mbcf_qp *qp)
 	spin_unlock_bh(&p->lock);
 }
 
-/* Under budget_lock: a new period, back at SCHED_FIFO if throttled. */
-static void mbcf_pacer_period_locked(struct mbcf_pacer *p, u64 now)
-{
-	lockdep_assert_held(&p->budget_lock);
-	if (p->throttled) {
-		sched_set_fifo_low(p->worker->task);
-		p->throttled = false;
-	}
-	p->period_start = now;
-	p->used = 0;
-}
-
-/* Pacing thread, at the start of a pass: has the period ended? */
-static void mbcf_pacer_period(struct mbcf_pacer *p, u64 now)
-{
-	mutex_lock(&p->budget_lock);
-	if (now - p->period_start >= MBCF_PACER_PERIOD_NS)
-		mbcf_pacer_period_locked(p, now);
-	mutex_unlock(&p->budget_lock);
-}
-
-/*
- * Pacing thread: charge the time since *@mark to the period's budget (at
- * SCHED_FIFO only); past the budget, drop to SCHED_NORMAL until the
- * period's end, when budget_timer restores it.
- */
-static void mbcf_pacer_charge(struct mbcf_pacer *p, u64 *mark)
-{
-	u32 pct = READ_ONCE(mbcf_pace_cpu_pct);
-	u64 now = ktime_get_ns();
-
-	mutex_lock(&p->budget_lock);
-	if (!p->throttled) {
-		p->used += now - *mark;
-		if (pct < 100 &&
-		    p->used >= MBCF_PACER_PERIOD_NS / 100 * pct) {
-			struct mbcf_dev *dev =
-				container_of(p, struct mbcf_dev, pacer);
-
-			p->throttled = true;
-			sched_set_normal(current, MBCF_PACER_THROTTLED_NICE);
-			this_cpu_inc(dev->rx_ctr->pacer_throttled);
-			hrtimer_start(&p->budget_timer,
-				      ns_to_ktime(p->period_start +
-						  MBCF_PACER_PERIOD_NS),
-				      HRTIMER_MODE_ABS_HARD);
-		}
-	}
-	mutex_unlock(&p->budget_lock);
-	*mark = now;
-}
-
-/* system_highpri_wq, at the period's end: back to SCHED_FIFO. */
-static void mbcf_pacer_budget_work(struct work_struct *w)
-{
-	struct mbcf_pacer *p = container_of(w, struct mbcf_pacer, budget_work);
-	u64 now = ktime_get_ns();
-
-	mutex_lock(&p->budget_lock);
-	if (p->throttled && now - p->period_start >= MBCF_PACER_PERIOD_NS)
-		mbcf_pacer_period_locked(p, now);
-	mutex_unlock(&p->budget_lock);
-}
-
-/* Hard irq: the throttled period is over. */
-static enum hrtimer_restart mbcf_pacer_budget_fire(struct hrtimer *t)
-{
-	struct mbcf_pacer *p = container_of(t, struct mbcf_pacer, budget_timer);
-
-	queue_work(system_highpri_wq, &p->budget_work);
-	return HRTIMER_NORESTART;
-}
-
 static int mbcf_pacer_cmp_rate(const void *a, const void *b)
 {
 	u32 ra = READ_ONCE((*(struct mbcf_qp * const *)a)->rate_kbps);
@@ -201,12 +106,10 @@ static void mbcf_pacer_work(struct kthread_work *w)
 	struct mbcf_pacer *p = container_of(w, struct mbcf_pacer, work);
 	struct mbcf_qp *batch[MBCF_PACER_BATCH];
 	u64 now = mbcf_proto_now();
-	u64 mark = now;
 	struct rb_node *first;
 	struct mbcf_qp *qp;
 	int n = 0, i;
 
-	mbcf_pacer_period(p, now);
 	spin_lock_bh(&p->lock);
 	p->armed = false;
 	while (n < MBCF_PACER_BATCH && (first = rb_first_cached(&p->due))) {
@@ -223,10 +126,8 @@ static void mbcf_pacer_work(struct kthread_work *w)
 	spin_unlock_bh(&p->lock);
 
 	sort(batch, n, sizeof(batch[0]), mbcf_pacer_cmp_rate, NULL);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		mbcf_qp_paced(batch[i]);	/* drops the reference */
-		mbcf_pacer_charge(p, &mark);
-	}
 
 	spin_lock_bh(&p->lock);
 	mbcf_pacer_arm(p);	/* the earliest left, maybe due already */
@@ -249,13 +150,6 @@ int mbcf_pacer_init(struct mbcf_pacer *p, const char *name)
 	hrtimer_init(&p->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
 	p->timer.function = mbcf_pacer_fire;
 	kthread_init_work(&p->work, mbcf_pacer_work);
-	mutex_init(&p->budget_lock);
-	hrtimer_init(&p->budget_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
-	p->budget_timer.function = mbcf_pacer_budget_fire;
-	INIT_WORK(&p->budget_work, mbcf_pacer_budget_work);
-	p->period_start = ktime_get_ns();
-	p->used = 0;
-	p->throttled = false;
 	p->worker = kthread_create_worker(0, "mbcf_pace/%s", name);
 	if (IS_ERR(p->worker)) {
 		int err = PTR_ERR(p->worker);
@@ -271,13 +165,8 @@ int mbcf_pacer_init(struct mbcf_pacer *p, const char *name)
 void mbcf_pacer_fini(struct mbcf_pacer *p)
 {
 	hrtimer_cancel(&p->timer);
-	if (p->worker) {
-		/* the last pass may still throttle: after it, nothing does */
-		kthread_flush_worker(p->worker);
-		hrtimer_cancel(&p->budget_timer);
-		cancel_work_sync(&p->budget_work);	/* uses worker->task */
-		kthread_destroy_worker(p->worker);
-	}
+	if (p->worker)
+		kthread_destroy_worker(p->worker);	/* flushes the work */
 	p->worker = NULL;
 	WARN_ON_ONCE(!RB_EMPTY_ROOT(&p->due.rb_root));
 }

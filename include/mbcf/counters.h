@@ -26,8 +26,6 @@
  * tx_loop_deferred, frames a device sent to itself while delivering one
  * (kmod/net.c: delivered after it), and tx_loop_backlog, those past the
  * outer delivery's budget, which took the stack's backlog.
- * pacer_throttled (the kernel's) counts the periods in which a device's
- * pacing thread ran out of its real-time CPU budget (kmod/pacer.c).
  * rto_shared counts deadlines a connection moved out to its device's
  * longer shared round trip instead of timing out (docs/protocol.md 7.1).
  *
@@ -59,7 +57,6 @@
 	X(sq_doorbells,		"sq_doorbells")				\
 	X(tx_loop_deferred,	"tx_loop_deferred")			\
 	X(tx_loop_backlog,	"tx_loop_backlog")			\
-	X(pacer_throttled,	"pacer_throttled")			\
 	X(rx_frames,		"rx_frames")				\
 	X(rx_accepted,		"rx_accepted")				\
 	X(rx_bytes,		"rx_payload_bytes")			\
