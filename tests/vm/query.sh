@@ -32,7 +32,9 @@ run() { # A B: every check, in the namespace of A's netdev
 # `rdma -dd res show qp` while ib_write_bw streams from mbcf1 to mbcf0:
 # the window within its ceiling, a measured round trip, a timeout no
 # shorter than perftest's (timeout 14: 4.096 us << 14 = 67108 us, the
-# minimum: docs/protocol.md 7.1), frames sent; the kernel's GSI QP has none.
+# minimum: docs/protocol.md 7.1), frames sent, at most a ring's worth of
+# requests taken by one call (sq_pull_max); the kernel's GSI QP, a
+# datagram QP, has only sq_pull_max, at most a transmit burst (64).
 qp_details() {
 	local srv cli out i
 	vm_phase "per-QP sender state (rdma -dd res show qp) during ib_write_bw"
@@ -66,8 +68,10 @@ for q in rc:
        q.get("drv_tx_frames", 0) <= 0:
         bad.append(f"tx_frames {q.get('drv_tx_frames')}, retransmitted {q.get('drv_retransmit_frames')}")
 for q in gsi:
-    if any(k.startswith("drv_") for k in q):
-        bad.append("the GSI QP has driver details")
+    if any(k.startswith("drv_") and k != "drv_sq_pull_max" for k in q):
+        bad.append("the GSI QP has connection details")
+    if not 0 <= q.get("drv_sq_pull_max", -1) <= 64:
+        bad.append(f"the GSI QP's sq_pull_max {q.get('drv_sq_pull_max')} not in 0..64")
 for b in bad:
     print("FAIL: per-QP details:", b)
 if not bad:
