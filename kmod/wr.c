@@ -170,12 +170,6 @@ int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp)
 
 /* ---- reading the rings ----------------------------------------------------- */
 
-/*
- * New entries the producer published, [rd, prod): the producer's index is
- * read once and must lie between what we already read and what the ring
- * can hold.  Otherwise the ring is broken (and stays so until a reset) and
- * the QP fails with IB_EVENT_QP_FATAL.
- */
 /* The entries [rd, prod) of @q, read once: false if @prod is impossible. */
 static bool mbcf_wq_count(const struct mbcf_wq *q, u32 *n)
 {
@@ -188,6 +182,12 @@ static bool mbcf_wq_count(const struct mbcf_wq *q, u32 *n)
 	return true;
 }
 
+/*
+ * New entries the producer published, [rd, prod): the producer's index is
+ * read once and must lie between what we already read and what the ring
+ * can hold.  Otherwise the ring is broken (and stays so until a reset) and
+ * the QP fails with IB_EVENT_QP_FATAL.
+ */
 static int mbcf_wq_avail(struct mbcf_wq *q, u32 *n, bool *broke)
 {
 	*broke = false;
