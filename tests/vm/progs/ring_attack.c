@@ -754,38 +754,9 @@ static void sync_provider(struct mbcf_wq *q)
 	q->ring.idx = ld32(mbcf_ring_prod(&q->ring));
 }
 
-/*
- * A doorbell as the provider rings it (provider/qp.c mbcf_doorbell): a
- * POST_SEND or POST_RECV with no work request, written to the command fd
- * for QP handle `handle`.  0 or an errno.
- */
-static int doorbell_h(struct ibv_context *ctx, uint32_t handle, uint32_t command)
-{
-	struct ib_uverbs_post_send_resp resp;
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-	ssize_t n;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = command;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = handle;
-	req.cmd.wqe_size = command == IB_USER_VERBS_CMD_POST_SEND ?
-			   sizeof(struct ib_uverbs_send_wr) :
-			   sizeof(struct ib_uverbs_recv_wr);
-	n = write(ctx->cmd_fd, &req, sizeof(req));
-	if (n == (ssize_t)sizeof(req))
-		return 0;
-	return n < 0 ? errno : EIO;
-}
-
 static int doorbell(const struct side *s, uint32_t command)
 {
-	return doorbell_h(s->qp->context, s->qp->handle, command);
+	return vp_doorbell(s->qp->context, s->qp->handle, command);
 }
 
 static void ring_sq(const struct side *s, const char *what)
@@ -1197,7 +1168,7 @@ static void *storm_thread(void *arg)
 	int err;
 
 	while (s->done < s->count) {
-		err = doorbell_h(s->ctx, s->handle, s->done & 1 ?
+		err = vp_doorbell(s->ctx, s->handle, s->done & 1 ?
 				 IB_USER_VERBS_CMD_POST_RECV :
 				 IB_USER_VERBS_CMD_POST_SEND);
 		if (err) {
@@ -2396,7 +2367,7 @@ static void c_destroy_post_after(void)
 	shadow_trash(&rq);
 	shadow_trash(&cq);
 	for (i = 0; i < 2; i++) {
-		err = doorbell_h(DA.ctx, h, i ? IB_USER_VERBS_CMD_POST_RECV :
+		err = vp_doorbell(DA.ctx, h, i ? IB_USER_VERBS_CMD_POST_RECV :
 				 IB_USER_VERBS_CMD_POST_SEND);
 		if (err != ENOENT)
 			vc_fail("%s: doorbell of the destroyed QP: %s, expected %s",
@@ -2413,7 +2384,7 @@ static void c_destroy_post_after(void)
 		shadow_trash(&sq);
 		shadow_trash(&rq);
 		shadow_trash(&cq);
-		err = doorbell_h(DA.ctx, h, IB_USER_VERBS_CMD_POST_SEND);
+		err = vp_doorbell(DA.ctx, h, IB_USER_VERBS_CMD_POST_SEND);
 		if (err != want)
 			vc_fail("%s: old handle %u: %s, expected %s", what, h,
 			     strerror(err), strerror(want));
@@ -2524,11 +2495,11 @@ static void c_destroy_doorbell_cmds(void)
 	if (err != EOPNOTSUPP)
 		vc_fail("%s: POST_RECV with a WR: %s, expected %s", what,
 		     strerror(err), strerror(EOPNOTSUPP));
-	err = doorbell_h(DA.ctx, 0x7fffffff, IB_USER_VERBS_CMD_POST_SEND);
+	err = vp_doorbell(DA.ctx, 0x7fffffff, IB_USER_VERBS_CMD_POST_SEND);
 	if (err != ENOENT)
 		vc_fail("%s: doorbell of handle 2^31-1: %s, expected %s", what,
 		     strerror(err), strerror(ENOENT));
-	err = doorbell_h(DA.ctx, A.cq->handle, IB_USER_VERBS_CMD_POST_SEND);
+	err = vp_doorbell(DA.ctx, A.cq->handle, IB_USER_VERBS_CMD_POST_SEND);
 	if (err != EINVAL)
 		vc_fail("%s: doorbell with a CQ's handle: %s, expected %s", what,
 		     strerror(err), strerror(EINVAL));

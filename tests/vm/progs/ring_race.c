@@ -154,24 +154,10 @@ static void side_connect(struct side *s, const struct side *peer)
 	modify(s, &a, mask);
 }
 
-/* The send doorbell exactly as the provider rings it (provider/wr.c). */
+/* The send doorbell exactly as the provider rings it. */
 static int doorbell(struct ibv_qp *qp)
 {
-	struct ib_uverbs_post_send_resp resp;
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = qp->handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	return write(qp->context->cmd_fd, &req, sizeof(req)) ==
-	       (ssize_t)sizeof(req) ? 0 : errno;
+	return vp_doorbell(qp->context, qp->handle, IB_USER_VERBS_CMD_POST_SEND);
 }
 
 /* sq_pull_max of QP @qpn from `rdma -dd res show qp`, or -1. */

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <rdma/ib_user_verbs.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -858,4 +859,35 @@ void vp_flood_stop(struct vp_flood *f)
 	free(f->t);
 	f->t = NULL;
 	f->nt = f->cap = 0;
+}
+
+/* ---- doorbells ---------------------------------------------------------------- */
+
+/*
+ * A doorbell as the provider rings it (provider/qp.c mbcf_doorbell): a
+ * POST_SEND or POST_RECV with no work request, written to the command fd
+ * for QP handle `handle`.  0 or an errno.
+ */
+int vp_doorbell(struct ibv_context *ctx, uint32_t handle, uint32_t command)
+{
+	struct ib_uverbs_post_send_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req;
+	ssize_t n;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = command;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = handle;
+	req.cmd.wqe_size = command == IB_USER_VERBS_CMD_POST_SEND ?
+			   sizeof(struct ib_uverbs_send_wr) :
+			   sizeof(struct ib_uverbs_recv_wr);
+	n = write(ctx->cmd_fd, &req, sizeof(req));
+	if (n == (ssize_t)sizeof(req))
+		return 0;
+	return n < 0 ? errno : EIO;
 }

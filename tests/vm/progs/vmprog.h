@@ -274,4 +274,11 @@ void vp_flood_stop(struct vp_flood *f);
  */
 int vp_flood_default_sockets(struct vp_flood *f, int *sock_mbcf0, int *sock_mbcf1);
 
+/*
+ * A doorbell as the provider rings it: a POST_SEND or POST_RECV command
+ * with no work request for QP handle @handle, written to @ctx's command
+ * fd.  0 or an errno.
+ */
+int vp_doorbell(struct ibv_context *ctx, uint32_t handle, uint32_t command);
+
 #endif /* MBCF_VMPROG_H */
