@@ -91,10 +91,11 @@ struct mbcf_pacer {
 	spinlock_t lock;		/* nests inside qp->lock */
 	struct rb_root_cached due;	/* mbcf_qp.pace_node, by pace_due */
 	struct hrtimer timer;		/* hard: at the earliest pace_due */
-	struct kthread_worker *worker;	/* SCHED_FIFO: serves the due QPs */
+	struct kthread_worker *worker;	/* SCHED_DEADLINE: serves the due QPs */
 	struct kthread_work work;
 	bool armed;
 	u64 armed_at;
+	u32 cpu_pct;			/* pace_cpu_pct the thread last took */
 };
 
 /*

@@ -8,12 +8,24 @@
  * scheduler does -- by kicking its connection, which sends what the clock
  * allows (at most two frames back to back while the pacer is on time; what
  * its lateness owes, up to pace_slack_us, when late) and, if more waits,
- * puts the QP back in the tree.  Unpaced QPs never come here: they send from their own
- * contexts (doorbell, receive softirq, transmit work) and share what the
- * link has left.  The timer (hard irq) only wakes the device's pacing
- * thread, a SCHED_FIFO kthread worker, which serves the QPs: a soft timer
- * would run in softirq, and under receive load softirqs move to ksoftirqd,
- * an ordinary thread that busy processes delay by milliseconds.
+ * puts the QP back in the tree.  Unpaced QPs never come here: they send
+ * from their own contexts (doorbell, receive softirq, transmit work) and
+ * share what the link has left.  The timer (hard irq) only wakes the
+ * device's pacing thread, a kthread worker scheduled ahead of ordinary
+ * threads, which serves the QPs: a soft timer would run in softirq, and
+ * under receive load softirqs move to ksoftirqd, an ordinary thread that
+ * busy processes delay by milliseconds.
+ *
+ * CPU budget: any user may pace its QPs (ibv_modify_qp_rate_limit), and
+ * enough paced QPs would keep a real-time thread busy for ever.  So the
+ * thread is SCHED_DEADLINE: pace_cpu_pct percent of every 10 ms, which the
+ * scheduler enforces on the thread's own CPU time (the softirq work its
+ * sends run inline included, unless the kernel accounts irq time apart);
+ * beyond it the thread waits for the next period and the QPs for it.  A
+ * changed pace_cpu_pct takes effect at the thread's next pass.  Where the
+ * scheduler refuses the reservation (deadline admission: every CPU's
+ * reservations together stay under the real-time limit, 95 %; a thread
+ * confined to some CPUs), the thread is an ordinary one at nice 0.
  *
  * Locking: qp->lock nests outside pacer.lock (mbcf_pacer_wait is called
  * under the QP lock); the thread drops pacer.lock before it takes a QP's.
@@ -27,11 +39,22 @@
 #include <linux/rbtree.h>
 #include <linux/sched.h>
 #include <linux/sort.h>
+#include <uapi/linux/sched/types.h>
 
 #include "mbcf.h"
 
 /* QPs served per run of the pacing thread; the rest in the next run. */
 #define MBCF_PACER_BATCH	32
+
+/* The thread's reservation: pace_cpu_pct percent of every period. */
+#define MBCF_PACER_PERIOD_NS	(10 * NSEC_PER_MSEC)
+#define MBCF_PACER_PCT_MIN	1
+#define MBCF_PACER_PCT_MAX	90
+
+static unsigned int mbcf_pace_cpu_pct = 50;
+module_param_named(pace_cpu_pct, mbcf_pace_cpu_pct, uint, 0644);
+MODULE_PARM_DESC(pace_cpu_pct,
+		 "Pacing: percent of every 10 ms the pacing thread may run (SCHED_DEADLINE reservation, 1-90, default 50)");
 
 static bool mbcf_pacer_less(struct rb_node *a, const struct rb_node *b)
 {
@@ -100,6 +123,33 @@ static int mbcf_pacer_cmp_rate(const void *a, const void *b)
 	return ra < rb ? 1 : ra > rb ? -1 : 0;	/* highest first */
 }
 
+/*
+ * Give the pacing thread its reservation, or nice 0 if the scheduler
+ * refuses it.  Process context: at creation, and from the thread itself
+ * when pace_cpu_pct has changed.
+ */
+static void mbcf_pacer_sched(struct mbcf_pacer *p)
+{
+	u32 want = READ_ONCE(mbcf_pace_cpu_pct);
+	u32 pct = clamp_t(u32, want, MBCF_PACER_PCT_MIN, MBCF_PACER_PCT_MAX);
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_DEADLINE,
+		.sched_runtime = MBCF_PACER_PERIOD_NS / 100 * pct,
+		.sched_deadline = MBCF_PACER_PERIOD_NS,
+		.sched_period = MBCF_PACER_PERIOD_NS,
+	};
+	int err;
+
+	p->cpu_pct = want;
+	err = sched_setattr_nocheck(p->worker->task, &attr);
+	if (!err)
+		return;
+	sched_set_normal(p->worker->task, 0);
+	pr_warn_ratelimited("mbcf: %s: no CPU reservation for pacing (%d): an ordinary thread\n",
+			    p->worker->task->comm, err);
+}
+
 /* Serve every QP that has come due, highest rate first (pacing thread). */
 static void mbcf_pacer_work(struct kthread_work *w)
 {
@@ -110,6 +160,8 @@ static void mbcf_pacer_work(struct kthread_work *w)
 	struct mbcf_qp *qp;
 	int n = 0, i;
 
+	if (unlikely(READ_ONCE(mbcf_pace_cpu_pct) != p->cpu_pct))
+		mbcf_pacer_sched(p);
 	spin_lock_bh(&p->lock);
 	p->armed = false;
 	while (n < MBCF_PACER_BATCH && (first = rb_first_cached(&p->due))) {
@@ -157,7 +209,7 @@ int mbcf_pacer_init(struct mbcf_pacer *p, const char *name)
 		p->worker = NULL;
 		return err;
 	}
-	sched_set_fifo_low(p->worker->task);
+	mbcf_pacer_sched(p);
 	return 0;
 }
 
