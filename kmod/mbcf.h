@@ -609,7 +609,7 @@ struct mbcf_mw_bind {
 	u32 mw_rkey;			/* the window's current rkey */
 	u32 new_rkey;			/* its key byte becomes the window's */
 	u32 mr_lkey;
-	int access;			/* IB_ACCESS_REMOTE_* */
+	int access;			/* as posted: the remote bits count */
 	u64 addr, length;		/* length 0: unbind (type 1) */
 };
 

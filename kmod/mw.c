@@ -200,11 +200,14 @@ out:
  */
 int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b)
 {
+	/* a window grants remote access only: local bits mean nothing on
+	 * it and are ignored (verbs programs pass LOCAL_WRITE, rxe binds) */
+	int access = b->access & MBCF_MW_ACCESS;
 	struct mbcf_mr *mr = NULL;
 	struct mbcf_window *win;
 	int err = -EINVAL;
 
-	if (b->access & ~MBCF_MW_ACCESS)
+	if (b->access & IB_ZERO_BASED)
 		return -EINVAL;		/* zero-based windows: not supported */
 	if (b->length && b->addr + b->length < b->addr)
 		return -EINVAL;
@@ -219,8 +222,8 @@ int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b)
 	if (b->length) {
 		/* remote write and atomic write the memory: so must the MR */
 		mr = mbcf_mr_get_bindable(qp, b->mr_lkey, b->addr, b->length,
-					  b->access & (IB_ACCESS_REMOTE_WRITE |
-						       IB_ACCESS_REMOTE_ATOMIC) ?
+					  access & (IB_ACCESS_REMOTE_WRITE |
+						    IB_ACCESS_REMOTE_ATOMIC) ?
 					  IB_ACCESS_LOCAL_WRITE : 0);
 		if (IS_ERR(mr)) {
 			mr = NULL;
@@ -233,7 +236,7 @@ int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b)
 		win->mr = mr;		/* keeps the reference */
 		win->addr = b->addr;
 		win->length = b->length;
-		win->access = b->access;
+		win->access = access;
 		win->qp_id = win->type == IB_MW_TYPE_2 ? qp->id : 0;
 	}
 	err = 0;

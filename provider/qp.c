@@ -99,12 +99,18 @@ int mbcf_qp_enable_ex(struct mbcf_qp *qp)
 	return 0;
 }
 
-/* What create_qp_ex understands; anything else is EOPNOTSUPP (as rxe). */
-#define MBCF_QP_INIT_ATTR_MASK	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+/*
+ * What create_qp_ex understands; anything else is EOPNOTSUPP (as rxe).
+ * Create flags: none is supported, but programs pass the mask with 0.
+ */
+#define MBCF_QP_INIT_ATTR_MASK	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | \
+				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 
 static int mbcf_qp_check_ex(const struct ibv_qp_init_attr_ex *attr)
 {
 	if (attr->comp_mask & ~MBCF_QP_INIT_ATTR_MASK)
+		return EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
 		return EOPNOTSUPP;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		return EINVAL;
@@ -160,6 +166,7 @@ struct ibv_qp *mbcf_qp_create_ex(struct ibv_context *ibctx,
 	struct mbcf_create_qp_resp_full resp = {};
 	struct ibv_create_qp cmd = {};
 	struct mbcf_qp *qp;
+	uint32_t mask;
 	int ret;
 
 	ret = mbcf_qp_check_ex(attr);
@@ -170,8 +177,12 @@ struct ibv_qp *mbcf_qp_create_ex(struct ibv_context *ibctx,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	/* no create flags (checked): the command would refuse the mask bit */
+	mask = attr->comp_mask;
+	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd, sizeof(cmd),
 				   &resp.ibv_resp, sizeof(resp));
+	attr->comp_mask = mask;
 	if (ret)
 		goto err_free;
 	ret = mbcf_qp_map(qp, ibctx, &resp.drv, &attr->cap);

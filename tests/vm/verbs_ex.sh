@@ -8,7 +8,7 @@
 #   tests/vm/run.sh --build BUILD tests/vm/verbs_ex.sh [PATH/TO/mbcf_verbs_ex
 #       [--seed N] [--rxe] [CASE|GROUP...]]
 # --seed N repeats a run's random choices (each run prints its seed);
-# CASEs or groups (wr cq mw uc) run only those (default: all); --rxe also
+# CASEs or groups (wr cq mw uc qp) run only those (default: all); --rxe also
 # runs them on rxe0 (loopback), for comparison only (no verdict).
 # One case by hand in a guest (minimal reproduction of a failure):
 #   mbcf_verbs_ex -a mbcf1 -b mbcf0 -s SEED mw_type2

@@ -2,8 +2,9 @@
 /*
  * The extended verbs surface with real traffic and exact values: the
  * work-request API (ibv_wr_*), extended CQs (ibv_start_poll ...), memory
- * windows of type 1 and 2, UC QPs (also under netem loss).  Run inside the
- * guest by tests/vm/verbs_ex.sh.
+ * windows of type 1 and 2, UC QPs (also under netem loss), RC/UC/UD QPs
+ * from every ibv_create_qp_ex mask programs use.  Run inside the guest by
+ * tests/vm/verbs_ex.sh.
  *
  *   mbcf_verbs_ex [-a DEV] [-b DEV] [-s SEED] [-L PCT,...] [-E CMD] [-X CMD]
  *                 [-P] CASE|GROUP...
@@ -11,7 +12,8 @@
  * Both QPs live in this one process: QP A on device -a (the requester,
  * default mbcf1 in ns1's veth), QP B on device -b (the responder, default
  * mbcf0).  -a mbcf0 -b mbcf0 is the same-device loopback; -a rxe0 -b rxe0
- * runs the same cases on the reference device.  Every QP is created with
+ * runs the same cases on the reference device.  Every QP but
+ * qp_create_ex's is created with
  * ibv_create_qp_ex(IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) on CQs made by
  * ibv_create_cq_ex(), and every completion is read with ibv_start_poll /
  * ibv_next_poll / ibv_end_poll and every ibv_wc_read_* the CQ offers.
@@ -2125,10 +2127,6 @@ static void c_mw_bind_errors(void)
 	      MW_REMOTE, 0, IBV_WC_MW_BIND_ERR, "type 2 of length 0");
 	pair_renew();
 	bind2(&B, m2, ibv_inc_rkey(m2->rkey), t.b.mr, target_addr(&t, W1_OFF), 64,
-	      MW_REMOTE | IBV_ACCESS_LOCAL_WRITE, 0, IBV_WC_MW_BIND_ERR,
-	      "access with LOCAL_WRITE");
-	pair_renew();
-	bind2(&B, m2, ibv_inc_rkey(m2->rkey), t.b.mr, target_addr(&t, W1_OFF), 64,
 	      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED, 0, IBV_WC_MW_BIND_ERR,
 	      "type 2 zero-based");
 	pair_renew();
@@ -2283,6 +2281,81 @@ static void c_mw_dealloc_bound(void)
 		 "type 2 deallocated while bound");
 	expect_dereg_ok(&t2, "type 2 deallocated");
 	target_free(&t2);
+	mw_teardown(&t);
+}
+
+/*
+ * Windows bound the way programs written for rxe bind them: with
+ * IBV_ACCESS_LOCAL_WRITE beside the remote bits (a window grants remote
+ * access only: the local bit is ignored).  Type 1 through ibv_bind_mw,
+ * invalidated by a zero-length rebind naming the MR; type 2 through
+ * ibv_wr_bind_mw and IBV_WR_BIND_MW, invalidated by LOCAL_INV and by the
+ * peer's SEND_WITH_INV; both deallocated while bound.  Each bound window
+ * takes a remote write (exact bytes) and refuses a read it did not grant.
+ */
+static void c_mw_local_write(void)
+{
+	const unsigned int acc = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	struct target t = mw_setup();
+	struct vp_gbuf r = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rsg = vp_gbuf_sge(&r, 0, 4096);
+	struct ibv_mw *m1 = mw_alloc(B.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *m2 = mw_alloc(B.pd, IBV_MW_TYPE_2);
+	struct ibv_send_wr wr;
+	uint32_t k1, k0, k2;
+
+	k1 = bind1(m1, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, acc, IBV_WC_SUCCESS,
+		   "type 1, REMOTE_WRITE | LOCAL_WRITE");
+	probe_ab(&t, P_WRITE, k1, W1_OFF, W1_LEN, IBV_WC_SUCCESS, "type 1 bound with LOCAL_WRITE");
+	probe_ab(&t, P_READ, k1, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+		 "type 1 bound with LOCAL_WRITE: read not granted");
+	k0 = bind1(m1, t.b.mr, target_addr(&t, W1_OFF), 0, acc, IBV_WC_SUCCESS,
+		   "type 1 zero-length rebind");
+	probe_ab(&t, P_WRITE, k1, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+		 "type 1: the key before the zero-length rebind");
+	probe_ab(&t, P_WRITE, k0, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+		 "type 1: the zero-length rebind's key");
+	k1 = bind1(m1, t.b.mr, target_addr(&t, W2_OFF), W2_LEN, acc, IBV_WC_SUCCESS,
+		   "type 1 bound again");
+	probe_ab(&t, P_WRITE, k1, W2_OFF, W2_LEN, IBV_WC_SUCCESS, "type 1 bound again");
+	mw_free(m1, "type 1 bound with LOCAL_WRITE");
+	probe_ab(&t, P_WRITE, k1, W2_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+		 "type 1 deallocated while bound");
+
+	k2 = ibv_inc_rkey(m2->rkey);
+	bind2(&B, m2, k2, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, acc, 0,
+	      IBV_WC_SUCCESS, "type 2 by ibv_wr_bind_mw, REMOTE_WRITE | LOCAL_WRITE");
+	probe_ab(&t, P_WRITE, k2, W1_OFF, W1_LEN, IBV_WC_SUCCESS, "type 2 bound (WR API)");
+	local_inv(&B, k2, 1, IBV_WC_SUCCESS, "type 2 LOCAL_INV");
+	probe_ab(&t, P_WRITE, k2, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR, "type 2 after LOCAL_INV");
+
+	k2 = ibv_inc_rkey(k2);
+	bind2(&B, m2, k2, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, acc, 1,
+	      IBV_WC_SUCCESS, "type 2 by IBV_WR_BIND_MW, REMOTE_WRITE | LOCAL_WRITE");
+	probe_ab(&t, P_WRITE, k2, W1_OFF + 8, 256, IBV_WC_SUCCESS, "type 2 bound (post_send)");
+	post_recv(&B, &rsg, 1, 620);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 621;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = k2;
+	if (!post_send_ok(&A, &wr, "SEND_WITH_INV of the type 2 key"))
+		expect_wc(&A, 621, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
+			  "SEND_WITH_INV of the type 2 key");
+	expect_recv(&B, 620, IBV_WC_RECV, 0, IBV_WC_WITH_INV, k2, 10,
+		    "SEND_WITH_INV of the type 2 key received");
+	probe_ab(&t, P_WRITE, k2, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+		 "type 2 after SEND_WITH_INV");
+
+	k2 = ibv_inc_rkey(k2);
+	bind2(&B, m2, k2, t.b.mr, target_addr(&t, W2_OFF), W2_LEN, acc, 0,
+	      IBV_WC_SUCCESS, "type 2 bound again");
+	probe_ab(&t, P_WRITE, k2, W2_OFF, W2_LEN, IBV_WC_SUCCESS, "type 2 bound again");
+	mw_free(m2, "type 2 bound with LOCAL_WRITE");
+	probe_ab(&t, P_WRITE, k2, W2_OFF, 64, IBV_WC_REM_ACCESS_ERR,
+		 "type 2 deallocated while bound");
+	expect_dereg_ok(&t, "every window gone");
+	vp_gbuf_free(&r);
 	mw_teardown(&t);
 }
 
@@ -3130,6 +3203,320 @@ static int hold(void)
 	return 0;
 }
 
+/* ---- 4. QPs created through ibv_create_qp_ex ------------------------------------- */
+
+#define UD_OPS	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define UD_QKEY	0x11111111u
+#define GRH	40
+
+static const char *const qpt_name[] = { [IBV_QPT_RC] = "RC", [IBV_QPT_UC] = "UC",
+					[IBV_QPT_UD] = "UD" };
+
+static uint64_t type_ops(enum ibv_qp_type type)
+{
+	return type == IBV_QPT_RC ? RC_OPS : type == IBV_QPT_UC ? UC_OPS : UD_OPS;
+}
+
+/*
+ * ibv_create_qp_ex of @type with comp_mask PD | @mask (send ops: every one
+ * the type has; create flags: none), then at once ibv_query_qp: RESET, the
+ * type, the CQs, no SRQ, and exactly the capabilities create granted, which
+ * are at least those asked for.  The QP, or NULL (the case failed).
+ */
+static struct ibv_qp *qpx_create(struct side *s, struct ibv_cq *cq, enum ibv_qp_type type,
+				 uint32_t mask, const char *what)
+{
+	const struct ibv_qp_cap ask = { .max_send_wr = 32, .max_recv_wr = 32,
+					.max_send_sge = 2, .max_recv_sge = 2,
+					.max_inline_data = 64 };
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = type, .send_cq = cq, .recv_cq = cq, .cap = ask,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | mask, .pd = s->pd,
+		.send_ops_flags = mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ? type_ops(type) : 0,
+	};
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &ia);
+	int ret;
+
+	if (!qp) {
+		vc_fail("%s: ibv_create_qp_ex: %s", what, strerror(errno));
+		return NULL;
+	}
+	if (ia.cap.max_send_wr < ask.max_send_wr || ia.cap.max_recv_wr < ask.max_recv_wr ||
+	    ia.cap.max_send_sge < ask.max_send_sge || ia.cap.max_recv_sge < ask.max_recv_sge ||
+	    ia.cap.max_inline_data < ask.max_inline_data)
+		vc_fail("%s: granted %u/%u wr, %u/%u sge, %u inline: less than asked", what,
+			ia.cap.max_send_wr, ia.cap.max_recv_wr, ia.cap.max_send_sge,
+			ia.cap.max_recv_sge, ia.cap.max_inline_data);
+	memset(&qa, 0xa5, sizeof(qa));
+	memset(&qi, 0xa5, sizeof(qi));
+	ret = ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qi);
+	if (ret) {
+		vc_fail("%s: ibv_query_qp after create: %s", what, strerror(ret));
+		return qp;
+	}
+	EXPECT_EQ("qp_state after create", IBV_QPS_RESET, qa.qp_state);
+	EXPECT_EQ("init_attr.qp_type", type, qi.qp_type);
+	if (qi.send_cq != cq || qi.recv_cq != cq || qi.srq)
+		vc_fail("%s: query: send_cq %p recv_cq %p srq %p, expected %p %p NULL", what,
+			(void *)qi.send_cq, (void *)qi.recv_cq, (void *)qi.srq, (void *)cq,
+			(void *)cq);
+	if (memcmp(&qi.cap, &ia.cap, sizeof(ia.cap)) || memcmp(&qa.cap, &ia.cap, sizeof(ia.cap)))
+		vc_fail("%s: query: cap %u/%u wr %u/%u sge %u inline (attr %u/%u %u/%u %u), "
+			"created with %u/%u %u/%u %u", what, qi.cap.max_send_wr,
+			qi.cap.max_recv_wr, qi.cap.max_send_sge, qi.cap.max_recv_sge,
+			qi.cap.max_inline_data, qa.cap.max_send_wr, qa.cap.max_recv_wr,
+			qa.cap.max_send_sge, qa.cap.max_recv_sge, qa.cap.max_inline_data,
+			ia.cap.max_send_wr, ia.cap.max_recv_wr, ia.cap.max_send_sge,
+			ia.cap.max_recv_sge, ia.cap.max_inline_data);
+	if ((mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && !ibv_qp_to_qp_ex(qp))
+		vc_fail("%s: ibv_qp_to_qp_ex: NULL", what);
+	s->cap = ia.cap;
+	return qp;
+}
+
+/* One completion for @wr_id on @cq within 10 s (scaled); 0 or -1 (failed). */
+static int qpx_wc(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc, const char *what)
+{
+	double end = vp_now() + 10 * vp_time_scale();
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && vp_now() < end)
+		vp_sleep_us(100);
+	if (n != 1) {
+		vc_fail("%s: no completion (%d)", what, n);
+		return -1;
+	}
+	if (wc->wr_id != wr_id || wc->status != IBV_WC_SUCCESS) {
+		vc_fail("%s: completion wr_id %llu status %s, expected %llu success", what,
+			(unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+			(unsigned long long)wr_id);
+		return -1;
+	}
+	return 0;
+}
+
+/* UD INIT -> RTR -> RTS. */
+static int ud_up(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/*
+ * A datagram from @sqp (on A) to @rqp (on B): through ibv_wr_send and
+ * ibv_wr_set_ud_addr if @wr_api, else ibv_post_send; the receive holds the
+ * 40-byte GRH, then exactly the bytes sent, from sqp's number.
+ */
+static void ud_datagram(struct ibv_qp *sqp, struct ibv_cq *scq, struct ibv_qp *rqp,
+			struct ibv_cq *rcq, int wr_api, const char *what)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = B.gid, .sgid_index = 0, .hop_limit = 1 },
+	};
+	struct vp_gbuf sb = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct vp_gbuf rb = buf_new(&B, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rsg = vp_gbuf_sge(&rb, 0, GRH + 512);
+	struct ibv_recv_wr rwr = { .wr_id = 700, .sg_list = &rsg, .num_sge = 1 }, *rbad;
+	struct ibv_ah *ah = ibv_create_ah(A.pd, &aa);
+	struct ibv_wc wc;
+	int ret;
+
+	if (!ah) {
+		vc_fail("%s: ibv_create_ah: %s", what, strerror(errno));
+		goto out;
+	}
+	vp_fill_tag8(sb.p, 512, 0x44);
+	memset(rb.p, 0, rb.len);
+	ret = ibv_post_recv(rqp, &rwr, &rbad);
+	if (ret) {
+		vc_fail("%s: ibv_post_recv: %s", what, strerror(ret));
+		goto out;
+	}
+	if (wr_api) {
+		struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(sqp);
+
+		ibv_wr_start(qx);
+		qx->wr_id = 701;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qx);
+		ibv_wr_set_ud_addr(qx, ah, rqp->qp_num, UD_QKEY);
+		ibv_wr_set_sge(qx, sb.mr->lkey, (uintptr_t)sb.p, 512);
+		ret = ibv_wr_complete(qx);
+	} else {
+		struct ibv_sge ssg = vp_gbuf_sge(&sb, 0, 512);
+		struct ibv_send_wr swr = {
+			.wr_id = 701, .sg_list = &ssg, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.ud = { .ah = ah, .remote_qpn = rqp->qp_num, .remote_qkey = UD_QKEY },
+		}, *sbad;
+
+		ret = ibv_post_send(sqp, &swr, &sbad);
+	}
+	if (ret) {
+		vc_fail("%s: posting the send: %s", what, strerror(ret));
+		goto out;
+	}
+	if (qpx_wc(scq, 701, &wc, what) || qpx_wc(rcq, 700, &wc, what))
+		goto out;
+	EXPECT_EQ("UD receive byte_len (GRH + payload)", GRH + 512, wc.byte_len);
+	EXPECT_EQ("UD receive src_qp", sqp->qp_num, wc.src_qp);
+	if (memcmp(rb.p + GRH, sb.p, 512))
+		vc_fail("%s: the datagram's bytes differ", what);
+out:
+	if (ah)
+		ibv_destroy_ah(ah);
+	vp_gbuf_free(&sb);
+	vp_gbuf_free(&rb);
+}
+
+/*
+ * QPs created as programs that always use ibv_create_qp_ex create them:
+ * every type with comp_mask PD, PD | CREATE_FLAGS (no flags), PD |
+ * SEND_OPS_FLAGS and all three, each queried at once (qpx_create); then a
+ * UC pair made with PD | CREATE_FLAGS carries a send and an RDMA write,
+ * and UD pairs carry a datagram through ibv_post_send and through
+ * ibv_wr_send + ibv_wr_set_ud_addr; an RTS QP queries as RTS with the same
+ * capabilities.
+ */
+static void c_qp_create_ex(void)
+{
+	static const uint32_t masks[] = {
+		0, IBV_QP_INIT_ATTR_CREATE_FLAGS, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	};
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	struct ibv_cq *ca = ibv_create_cq(A.ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *cb = ibv_create_cq(B.ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *qa, *qb;
+	struct ibv_qp_attr at;
+	struct ibv_qp_init_attr it;
+	char what[160];
+	size_t i, j;
+
+	if (!ca || !cb)
+		vp_die_errno("ibv_create_cq");
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		for (j = 0; j < sizeof(masks) / sizeof(masks[0]); j++) {
+			snprintf(what, sizeof(what), "%s, comp_mask PD%s%s", qpt_name[types[i]],
+				 masks[j] & IBV_QP_INIT_ATTR_CREATE_FLAGS ? " | CREATE_FLAGS" : "",
+				 masks[j] & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ? " | SEND_OPS_FLAGS" : "");
+			qa = qpx_create(&A, ca, types[i], masks[j], what);
+			if (qa && ibv_destroy_qp(qa))
+				vc_fail("%s: ibv_destroy_qp: %s", what, strerror(errno));
+		}
+
+	/* a create flag mbcf does not have (rxe has none either) */
+	{
+		struct ibv_qp_init_attr_ex ia = {
+			.qp_type = IBV_QPT_UC, .send_cq = ca, .recv_cq = ca,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+			.pd = A.pd, .create_flags = IBV_QP_CREATE_SCATTER_FCS,
+		};
+
+		errno = 0;
+		qa = ibv_create_qp_ex(A.ctx, &ia);
+		if (qa) {
+			vc_fail("create flag SCATTER_FCS: a QP was created");
+			ibv_destroy_qp(qa);
+		} else {
+			EXPECT_EQ("create flag SCATTER_FCS: errno", EOPNOTSUPP, errno);
+		}
+	}
+
+	/* UC without send ops: connected, a send and a write */
+	A.qp = qpx_create(&A, ca, IBV_QPT_UC, IBV_QP_INIT_ATTR_CREATE_FLAGS, "UC pair (A)");
+	B.qp = qpx_create(&B, cb, IBV_QPT_UC, IBV_QP_INIT_ATTR_CREATE_FLAGS, "UC pair (B)");
+	if (A.qp && B.qp) {
+		struct vp_gbuf sb = buf_new(&A, 4096, 0, IBV_ACCESS_LOCAL_WRITE);
+		struct vp_gbuf rb = buf_new(&B, 4096, 0,
+					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		struct ibv_sge ssg = vp_gbuf_sge(&sb, 0, 1000), rsg = vp_gbuf_sge(&rb, 0, 1000);
+		struct ibv_send_wr wr = { .wr_id = 710, .sg_list = &ssg, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_wc wc;
+
+		A.type = B.type = IBV_QPT_UC;
+		A.psn = 100;
+		B.psn = 200;
+		if (to_init(&A) || to_init(&B) || to_rtr(&A, &B) || to_rtr(&B, &A) ||
+		    to_rts(&A) || to_rts(&B))
+			vc_fail("UC pair: connect: %s", strerror(errno));
+		memset(&at, 0, sizeof(at));
+		if (ibv_query_qp(A.qp, &at, IBV_QP_STATE | IBV_QP_CAP, &it))
+			vc_fail("UC pair: ibv_query_qp in RTS: %s", strerror(errno));
+		EXPECT_EQ("UC qp_state after connecting", IBV_QPS_RTS, at.qp_state);
+		if (memcmp(&at.cap, &A.cap, sizeof(at.cap)))
+			vc_fail("UC pair: ibv_query_qp in RTS: cap %u/%u wr %u/%u sge %u inline, "
+				"created with %u/%u %u/%u %u", at.cap.max_send_wr,
+				at.cap.max_recv_wr, at.cap.max_send_sge, at.cap.max_recv_sge,
+				at.cap.max_inline_data, A.cap.max_send_wr, A.cap.max_recv_wr,
+				A.cap.max_send_sge, A.cap.max_recv_sge, A.cap.max_inline_data);
+		vp_fill_tag8(sb.p, 1000, 0x55);
+		post_recv(&B, &rsg, 1, 711);
+		if (!post_send_ok(&A, &wr, "UC send") && !qpx_wc(ca, 710, &wc, "UC send") &&
+		    !qpx_wc(cb, 711, &wc, "UC receive")) {
+			EXPECT_EQ("UC receive byte_len", 1000, wc.byte_len);
+			if (memcmp(rb.p, sb.p, 1000))
+				vc_fail("UC send: bytes differ");
+		}
+		vp_fill_tag8(sb.p, 1000, 0x66);
+		wr.wr_id = 712;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.wr.rdma.remote_addr = (uintptr_t)rb.p + 1024;
+		wr.wr.rdma.rkey = rb.mr->rkey;
+		if (!post_send_ok(&A, &wr, "UC write") && !qpx_wc(ca, 712, &wc, "UC write")) {
+			double end = vp_now() + 10 * vp_time_scale();
+
+			while (memcmp(rb.p + 1024, sb.p, 1000) && vp_now() < end)
+				vp_sleep_us(1000);
+			if (memcmp(rb.p + 1024, sb.p, 1000))
+				vc_fail("UC write: bytes differ");
+		}
+		vp_gbuf_free(&sb);
+		vp_gbuf_free(&rb);
+	}
+	if (A.qp)
+		ibv_destroy_qp(A.qp);
+	if (B.qp)
+		ibv_destroy_qp(B.qp);
+	A.qp = B.qp = NULL;
+
+	/* UD, with and without send ops */
+	for (j = 0; j < 2; j++) {
+		uint32_t mask = j ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : IBV_QP_INIT_ATTR_CREATE_FLAGS;
+
+		qa = qpx_create(&A, ca, IBV_QPT_UD, mask, "UD sender");
+		qb = qpx_create(&B, cb, IBV_QPT_UD, mask, "UD receiver");
+		if (qa && qb) {
+			if (ud_up(qa) || ud_up(qb))
+				vc_fail("UD: to RTS: %s", strerror(errno));
+			else
+				ud_datagram(qa, ca, qb, cb, (int)j,
+					    j ? "UD by ibv_wr_send + ibv_wr_set_ud_addr" :
+						"UD by ibv_post_send");
+		}
+		if (qa)
+			ibv_destroy_qp(qa);
+		if (qb)
+			ibv_destroy_qp(qb);
+	}
+	ibv_destroy_cq(ca);
+	ibv_destroy_cq(cb);
+}
+
 /* ---- driver ----------------------------------------------------------------- */
 
 struct tcase {
@@ -3154,12 +3541,14 @@ static const struct tcase cases[] = {
 	{ "mw_bind_errors", c_mw_bind_errors, "mw", "binds that fail with MW_BIND_ERR (or EINVAL)" },
 	{ "mw_local_inv_errors", c_mw_local_inv_errors, "mw", "LOCAL_INV of what is no bound type 2 window: LOC_QP_OP_ERR" },
 	{ "mw_send_inv_errors", c_mw_send_inv_errors, "mw", "SEND_WITH_INV of a foreign key: REM_INV_REQ_ERR both sides" },
+	{ "mw_local_write", c_mw_local_write, "mw", "windows bound with LOCAL_WRITE in their access, as programs for rxe bind them" },
 	{ "mw_dealloc_bound", c_mw_dealloc_bound, "mw", "dereg EBUSY while bound, dealloc of a bound window" },
 	{ "uc_data", c_uc_data, "uc", "UC write, write_imm, send, send_imm: exact bytes and completions" },
 	{ "uc_refused", c_uc_refused, "uc", "UC reads and atomics refused (EOPNOTSUPP, EINVAL)" },
 	{ "uc_drops", c_uc_drops, "uc", "UC: what the responder cannot take is dropped silently" },
 	{ "uc_mw", c_uc_mw, "uc", "UC: a type 2 window, SEND_WITH_INV, dead keys dropped" },
 	{ "uc_loss", c_uc_loss, "uc", "UC under netem loss: whole or absent, later ones intact" },
+	{ "qp_create_ex", c_qp_create_ex, "qp", "RC/UC/UD from ibv_create_qp_ex with and without send ops or create flags, queried at once, then used" },
 	{ "uc_reuse", c_uc_reuse, "uc", "UC: a buffer reused after its completion does not change what arrives" },
 };
 
@@ -3184,7 +3573,7 @@ static void usage(void)
 	size_t i;
 
 	fprintf(stderr, "usage: mbcf_verbs_ex [-a DEV] [-b DEV] [-s SEED] [-L PCT,...] "
-		"[-E NETEM_FMT] [-X NETEM_OFF_CMD] [-P] CASE|wr|cq|mw|uc|all...\n");
+		"[-E NETEM_FMT] [-X NETEM_OFF_CMD] [-P] CASE|wr|cq|mw|uc|qp|all...\n");
 	for (i = 0; i < NCASES; i++)
 		fprintf(stderr, "  %-20s %-3s %s\n", cases[i].name, cases[i].group,
 			cases[i].what);
