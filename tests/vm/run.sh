@@ -17,7 +17,8 @@ options:
   --build DIR      build dir to install (default: \$MBCF_BUILD or <repo>/build;
                    the default is skipped when it has not been configured)
   --no-install     do not install any build
-  --kver VER       kernel version (default: newest with /boot/vmlinuz-VER)
+  --kver VER       kernel version (default: the one the build's module is
+                   for, else the newest with /boot/vmlinuz-VER)
   --debug-kernel DIR  boot DIR/vmlinux (ELF, PVH entry) with DIR/lib/modules/REL
                    as the guest's modules (tests/vm/debug-modules.sh makes DIR)
   --mem SIZE       guest memory (default: 2G)
@@ -123,6 +124,11 @@ if [ -n "$debug_dir" ]; then
 	[ "$(head -c 4 "$kernel" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ] ||
 		die "$kernel is not an ELF vmlinux"
 elif [ -z "$kver" ]; then
+	# the kernel the build's module is for, if it is installed; else the newest
+	v=$(sed -n 's/^KVER:STRING=//p' "${build:-$src/build}/CMakeCache.txt" 2>/dev/null)
+	[ -n "$v" ] && [ -r "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v" ] && kver=$v
+fi
+if [ -z "$debug_dir" ] && [ -z "$kver" ]; then
 	while read -r v; do
 		if [ -r "/boot/vmlinuz-$v" ]; then
 			kver=$v
