@@ -38,10 +38,9 @@ u8 mbcf_conn_wc_from_status(u8 status)
  * (the window adapts to loss below this ceiling, 4.3).  Never fewer than
  * MBCF_WINDOW_PIPE frames, though: what keeps a stream going is
  * acknowledgements in flight, and bytes per frame do not change what a
- * frame costs to send, place and acknowledge.  The byte rule alone gave a
- * 10 Gbit/s link with 9000-byte frames 27 frames, two ACK requests in
- * flight, and 64 KiB writes ran at half the rate of 128 frames (one
- * guest, veth, three rounds: 195-293 MB/s against 468-480).
+ * frame costs to send, place and acknowledge (the byte rule alone would
+ * give a 10 Gbit/s link with 9000-byte frames 27 frames: two ACK requests
+ * in flight; docs/performance.md).
  * GbE/1500: 128 frames, 10GbE/1500: 166, 100GbE/1500: 1666 (the paper's 100x).
  */
 u32 mbcf_conn_window_from_link(u32 link_mbps, u32 mtu)

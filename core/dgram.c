@@ -139,8 +139,8 @@ void mbcf_dgram_grh(const struct mbcf_frame *f, u8 *grh)
 /*
  * QP1 carries MADs, MBCF_MAD_LEN bytes each after the GRH: anything longer
  * is no MAD, and must not cost the MAD layer a receive -- it never reposts
- * one that completed in error, so 512 such datagrams silenced the CM
- * (issue 32 item 2).
+ * one that completed in error, so a few hundred such datagrams would
+ * silence the CM.
  */
 static bool dgram_not_a_mad(const struct mbcf_dgram *d,
 			    const struct mbcf_frame *f)

@@ -121,7 +121,7 @@ int mbcf_early_write(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)
  * A frame placed early must also acknowledge what we sent (rx_ack_ours):
  * a blind spoofer who guessed a psn in the span must guess our stream as
  * well, or its frame would be placed and the honest one with that psn
- * dropped as a duplicate -- and acknowledged (issue 32 item 6).  An honest
+ * dropped as a duplicate -- and acknowledged.  An honest
  * frame refused so is sent again, as any frame after a gap.
  */
 bool mbcf_early_place(struct mbcf_conn *c, const struct mbcf_frame *f, u32 d)

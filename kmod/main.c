@@ -31,10 +31,9 @@ MODULE_PARM_DESC(ack_interval, "Ask for an acknowledgement every N frames (0 = a
 /*
  * Off by default: a burst that ends in unsignaled writes or sends asks for
  * its ACK, whose arrival takes what the application posted meanwhile.
- * Without it (docs/protocol.md 6.1 rule 3) perftest's 1440 B ib_write_bw
- * rang a doorbell every 3-4 posts (2504 system calls per 5000 with -t 64)
- * and lost 18-71 % of its rate in one guest; UCX's tag_bw, for which it
- * was made (fewer ACK frames), was no faster with it.
+ * With it (docs/protocol.md 6.1 rule 3) the ring goes idle at the end of
+ * such a burst, so a streaming sender's next post costs a doorbell system
+ * call (docs/performance.md).
  */
 bool mbcf_quiet_tail;
 module_param_named(quiet_tail, mbcf_quiet_tail, bool, 0644);

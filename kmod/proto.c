@@ -151,8 +151,8 @@ static int mbcf_proto_complete(void *env, const struct mbcf_cqe *c)
  * interrupt already programmed for the tick, instead of becoming the next
  * event and reprogramming the clock event device twice per message in a
  * ping-pong (the tail probe, ~100 us ahead, is armed with the request and
- * cancelled by the answer).  Armed exactly, it took 4-byte ib_read_lat
- * under emulation from 22-24 us to 35-105 us; with the slack, ~25 us.
+ * cancelled by the answer).  docs/performance.md has what exact arming
+ * cost.
  */
 static void mbcf_proto_timer_arm(void *env, u64 at)
 {

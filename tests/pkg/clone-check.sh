@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Manual check (README.md, "From any checkout"): everything a new user runs
+# Manual check (docs/packaging.md, "From any checkout"): everything a new user runs
 # first, from a fresh clone under /tmp.  Too long for the test suite (a full
 # build, the demo guest, the unit tests with the packages, two guest tests);
 # vm.tmp-checkout covers the rig's part of it automatically.

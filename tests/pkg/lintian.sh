@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Host test pkg.lintian: lintian (errors, warnings, info and pedantic tags)
-# reports on the packages exactly the tags the README explains, no more and
-# no fewer (an explanation of a tag that is gone is stale).
-#   lintian.sh README DEB...
-# The README lists them between <!-- lintian-explained-begin --> and
+# reports on the packages exactly the tags a document explains (the project's
+# docs/packaging.md), no more and no fewer (an explanation of a tag that is
+# gone is stale).
+#   lintian.sh DOC DEB...
+# DOC lists them between <!-- lintian-explained-begin --> and
 # <!-- lintian-explained-end -->, one "- `package: tag`: why" per line.
 set -euo pipefail
 
