@@ -70,7 +70,7 @@ unshare -m --propagation private bash -euo pipefail -c '
 		}
 		echo "dkms build for $rel: $((SECONDS - t0)) s"
 		dkms status -m mbcf -v "$version" -k "$rel" >"$out/status.$rel"
-		cp "/var/lib/dkms/mbcf/$version/$rel/$(uname -m)/module/mbcf.ko" "$out/mbcf.ko.$rel"
+		cp "/var/lib/dkms/mbcf/$version/$rel/$(uname -m)/module/mbcf.ko" "$out/mbcf-$rel.ko"
 	done <<<"$kernels"
 ' dkms-build "$version" "$src" "$work" "$kernels" >"$work/log" 2>&1 || {
 	cat "$work/log"
@@ -91,7 +91,7 @@ expect() { # WHAT WANT GOT
 parms=$(modinfo -F parm "$ko" | LC_ALL=C sort)
 [ -n "$parms" ] || { echo "FAIL: no parameters in $ko"; failed=$((failed + 1)); }
 while read -r rel kdir; do
-	m=$work/mbcf.ko.$rel
+	m=$work/mbcf-$rel.ko
 	echo "-- $rel ($kdir)"
 	expect "dkms status" "mbcf/$version, $rel, $(uname -m): built" "$(cat "$work/status.$rel")"
 	expect "modinfo -F version of the DKMS-built mbcf.ko" "$version" "$(modinfo -F version "$m")"
