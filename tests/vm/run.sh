@@ -21,6 +21,9 @@ options:
                    linux-image-amd64 depends on; scripts/default-kver.sh)
   --debug-kernel DIR  boot DIR/vmlinux (ELF, PVH entry) with DIR/lib/modules/REL
                    as the guest's modules (tests/vm/debug-modules.sh makes DIR)
+  --kernel-dir DIR as --debug-kernel, for a stock kernel other than the default
+                   (tests/vm/kernel-dir.sh makes DIR: e.g. Debian 12's 6.12
+                   with the mbcf.ko of kmod.build-6.12; label k6.12)
   --mem SIZE       guest memory (default: 2G)
   --smp N          guest vCPUs (default: 2)
   --timeout SEC    kill the guest and fail after SEC seconds (default: 900)
@@ -43,6 +46,7 @@ build_explicit=0
 [ -n "$build" ] && build_explicit=1
 kver=
 debug_dir=
+debug=0
 mem=2G
 smp=2
 timeout=900
@@ -64,7 +68,8 @@ while [ $# -gt 0 ]; do
 	--build) build=${2:?--build needs a directory}; build_explicit=1; shift 2 ;;
 	--no-install) install=0; shift ;;
 	--kver) kver=${2:?}; shift 2 ;;
-	--debug-kernel) debug_dir=${2:?--debug-kernel needs a directory}; shift 2 ;;
+	--debug-kernel) debug_dir=${2:?--debug-kernel needs a directory}; debug=1; shift 2 ;;
+	--kernel-dir) debug_dir=${2:?--kernel-dir needs a directory}; debug=0; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--smp) smp=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
@@ -214,8 +219,14 @@ build_initramfs() {
 	install -m 0755 "$here/initramfs-init" "$stage/init"
 	: >"$stage/modules/order"
 	for m in "${initmods[@]}"; do
-		cp "$m" "$stage/modules/"
-		basename "$m" >>"$stage/modules/order"
+		case $m in
+		*.ko.xz) # 6.12's modules are compressed; busybox insmod wants them plain
+			xz -dc "$m" >"$stage/modules/$(basename "$m" .xz)"
+			basename "$m" .xz >>"$stage/modules/order" ;;
+		*)
+			cp "$m" "$stage/modules/"
+			basename "$m" >>"$stage/modules/order" ;;
+		esac
 	done
 	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
 		cpio --quiet -o -H newc -R 0:0) >"$initrd.tmp.$$"
@@ -373,7 +384,7 @@ done
 	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
 	printf 'VM_MODULES_DIR=%q\n' "${modroot:+$modroot/lib/modules/$kver}"
 	# Deadlines of the test programs (ring_attack) scale with the kernel.
-	if [ -n "$debug_dir" ]; then
+	if [ "$debug" = 1 ]; then
 		printf 'export VM_TIME_SCALE=%q\n' "${MBCF_VM_DEBUG_TIME_SCALE:-5}"
 	else
 		printf 'export VM_TIME_SCALE=1\n'
@@ -397,14 +408,14 @@ cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 # too (a "BUG kmalloc-..." report).  The debug kernel has KASAN instead.
 # MBCF_VM_SLUB_DEBUG= (empty) turns it off, e.g. to compare timings.
 slub_debug=${MBCF_VM_SLUB_DEBUG-FZP}
-if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
+if [ "$debug" = 0 ] && [ -n "$slub_debug" ]; then
 	cmdline+=" slub_debug=$slub_debug"
 fi
 # The debug lane stops at the first soft lockup and reports an RCU stall
 # after 15 s, not 21: a loop in softirq or under a spinlock that the wire
 # or user space can stretch fails the run there (the stock kernel's log
 # scan fails on the splat alone).
-[ -n "$debug_dir" ] && cmdline+=" softlockup_panic=1 rcupdate.rcu_cpu_stall_timeout=15"
+[ "$debug" = 1 ] && cmdline+=" softlockup_panic=1 rcupdate.rcu_cpu_stall_timeout=15"
 # Extra kernel parameters for experiments, e.g. MBCF_VM_APPEND=kmemleak=off.
 [ -n "${MBCF_VM_APPEND:-}" ] && cmdline+=" $MBCF_VM_APPEND"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
