@@ -15,7 +15,10 @@ kdir=$2
 out=$3
 version_h=$4
 [ -f "$kdir/Makefile" ] || { echo "build-for.sh: no kernel build tree at $kdir" >&2; exit 1; }
-rel=$(cat "$kdir/include/config/kernel.release" 2>/dev/null || make -s -C "$kdir" kernelrelease)
+# The release modules get in their vermagic: UTS_RELEASE (Debian's 6.1 trees
+# say 6.1.192 in kernel.release and `make kernelrelease`, 6.1.0-N-amd64 here).
+rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kdir/include/generated/utsrelease.h")
+[ -n "$rel" ] || { echo "build-for.sh: no UTS_RELEASE in $kdir/include/generated/utsrelease.h" >&2; exit 1; }
 
 t0=$(date +%s)
 "$src/kmod/stage.sh" "$src" "$out/src" "$version_h"
