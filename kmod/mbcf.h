@@ -43,6 +43,8 @@
 #include "mbcf/core.h"
 #include "mbcf/ring.h"
 
+#include "compat.h"
+
 #define MBCF_DRV_NAME		"mbcf"
 #define MBCF_FW_VERSION		MBCF_VERSION	/* mbcf-version.h, see Kbuild */
 

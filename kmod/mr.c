@@ -181,11 +181,12 @@ static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
 	if (refcount_dec_and_test(&uarg->refcnt))
 		complete(&mr->zc_idle);
 }
+MBCF_UBUF_OPS(mbcf_mr_zc_callback);
 
 /* Is @uarg an MR's of ours (net.c parks only such frames)? */
 bool mbcf_mr_zc_ours(const struct ubuf_info *uarg)
 {
-	return uarg->callback == mbcf_mr_zc_callback;
+	return mbcf_ubuf_is(uarg, mbcf_mr_zc_callback);
 }
 
 /* Drop the references mbcf_mr_ref_pages() took for a frame not built. */
@@ -206,7 +207,7 @@ static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
-	mr->zc.callback = mbcf_mr_zc_callback;
+	mbcf_ubuf_set_complete(&mr->zc, mbcf_mr_zc_callback);
 	/* DONT_ORPHAN: a forward to a receive path (veth) keeps the
 	 * fragments instead of copying them; we are called back when the
 	 * last holder is done, as for io_uring's zero-copy sends. */

@@ -199,8 +199,7 @@ int mbcf_pacer_init(struct mbcf_pacer *p, const char *name)
 {
 	spin_lock_init(&p->lock);
 	p->due = RB_ROOT_CACHED;
-	hrtimer_init(&p->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
-	p->timer.function = mbcf_pacer_fire;
+	mbcf_hrtimer_setup(&p->timer, mbcf_pacer_fire, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
 	kthread_init_work(&p->work, mbcf_pacer_work);
 	p->worker = kthread_create_worker(0, "mbcf_pace/%s", name);
 	if (IS_ERR(p->worker)) {

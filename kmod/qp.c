@@ -605,8 +605,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	mbcf_qp_default_attrs(qp);
-	hrtimer_init(&qp->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
-	qp->timer.function = mbcf_qp_timer;
+	mbcf_hrtimer_setup(&qp->timer, mbcf_qp_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 
 	mbcf_qp_size(&init->cap, &sq_n, &sq_stride, &rq_n, &rq_stride);
 	qp->max_inline = init->cap.max_inline_data;

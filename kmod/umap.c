@@ -167,7 +167,7 @@ int mbcf_umap_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	if (vma->vm_end - vma->vm_start != m->len) {
 		err = -EINVAL;
 	} else {
-		vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+		mbcf_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 		err = vm_map_pages_zero(vma, m->pages, m->npages);
 	}
 	rdma_user_mmap_entry_put(e);

@@ -197,6 +197,9 @@ static int mbcf_verbs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
+/* create_cq's signature differs by kernel (compat.h); mbcf_cq_create takes the udata. */
+MBCF_CREATE_CQ_OP(mbcf_verbs_create_cq, mbcf_cq_create)
+
 const struct ib_device_ops mbcf_verbs_ops = {
 	.uverbs_abi_ver = MBCF_UVERBS_ABI_VERSION,
 
@@ -213,7 +216,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.dealloc_pd = mbcf_verbs_dealloc_pd,
 	.mmap = mbcf_umap_mmap,
 	.mmap_free = mbcf_umap_free,
-	.create_cq = mbcf_cq_create,
+	.create_cq = mbcf_verbs_create_cq,
 	.destroy_cq = mbcf_cq_destroy,
 	.req_notify_cq = mbcf_cq_req_notify,
 	.poll_cq = mbcf_cq_poll,

@@ -19,6 +19,8 @@ pkgs=(
 	googletest libgtest-dev libbenchmark-dev clang libclang-rt-14-dev
 	# kernel module: Debian's kernel and matching headers (guest kernel)
 	linux-image-amd64 linux-headers-amd64 kmod dkms
+	# BTF of modules built for kernels with vmlinux BTF (6.12's headers)
+	pahole
 	# rdma user space
 	rdma-core ibverbs-utils libibverbs-dev ibverbs-providers perftest
 	rdmacm-utils iproute2 python3-pyverbs
@@ -38,6 +40,37 @@ pkgs=(
 	# baselines for bench/
 	sockperf iperf3 python3-matplotlib
 )
+
+# More kernels to build (and boot) the module for (issue 34): Debian 12's
+# bookworm-security ships Linux 6.12 (linux-headers-6.12-amd64 depends on
+# linux-image-6.12...: both are installed).  They are never the default:
+# builds and guests take Debian's default kernel (linux-image-amd64's,
+# 6.1.0-N; scripts/default-kver.sh) unless asked for (kmod.build-6.12).
+#   MBCF_EXTRA_KERNELS="6.12" (default; "" for none)
+extra_kernels=${MBCF_EXTRA_KERNELS-6.12}
+if [ -n "$extra_kernels" ] &&
+	! grep -rqsE '^[^#]*[[:space:]]bookworm-security([[:space:]]|$)' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/; then
+	# Debian 12's own security suite, in a file of its own, pinned low:
+	# only packages bookworm lacks (the 6.12 kernel) come from it, ordinary
+	# installs and upgrades still resolve to bookworm.
+	cat >/etc/apt/sources.list.d/mbcf-bookworm-security.sources <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	cat >/etc/apt/preferences.d/mbcf-bookworm-security <<'PIN'
+Package: *
+Pin: release n=bookworm-security
+Pin-Priority: 100
+PIN
+	apt-get update -qq
+fi
+for v in $extra_kernels; do
+	pkgs+=("linux-headers-$v-amd64")
+done
 
 need=()
 for p in "${pkgs[@]}"; do

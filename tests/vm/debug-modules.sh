@@ -38,6 +38,7 @@ rel=$(cat "$tree/include/config/kernel.release")
 # has no debug info, but reports in mbcf can then be decoded with
 # scripts/faddr2line OUT/kmod/mbcf.ko func+0xoff.
 "$src/kmod/stage.sh" "$src" "$out/kmod" "$2"
+"$out/kmod/compat/probe.sh" "$tree" "$out/kmod/compat-generated.h"
 make -s -C "$tree" M="$out/kmod" KCFLAGS=-g modules
 
 mods=$out/lib/modules/$rel

@@ -18,9 +18,13 @@ options:
                    the default is skipped when it has not been configured)
   --no-install     do not install any build
   --kver VER       kernel version (default: the one the build's module is
-                   for, else the newest with /boot/vmlinuz-VER)
+                   for if it is installed, else Debian's default kernel, the
+                   one linux-image-amd64 depends on; scripts/default-kver.sh)
   --debug-kernel DIR  boot DIR/vmlinux (ELF, PVH entry) with DIR/lib/modules/REL
                    as the guest's modules (tests/vm/debug-modules.sh makes DIR)
+  --kernel-dir DIR as --debug-kernel, for a stock kernel other than the default
+                   (tests/vm/kernel-dir.sh makes DIR: e.g. Debian 12's 6.12
+                   with the mbcf.ko of kmod.build-6.12; label k6.12)
   --mem SIZE       guest memory (default: 2G)
   --smp N          guest vCPUs (default: 2)
   --timeout SEC    kill the guest and fail after SEC seconds (default: 900)
@@ -43,6 +47,7 @@ build_explicit=0
 [ -n "$build" ] && build_explicit=1
 kver=
 debug_dir=
+debug=0
 mem=2G
 smp=2
 timeout=900
@@ -64,7 +69,8 @@ while [ $# -gt 0 ]; do
 	--build) build=${2:?--build needs a directory}; build_explicit=1; shift 2 ;;
 	--no-install) install=0; shift ;;
 	--kver) kver=${2:?}; shift 2 ;;
-	--debug-kernel) debug_dir=${2:?--debug-kernel needs a directory}; shift 2 ;;
+	--debug-kernel) debug_dir=${2:?--debug-kernel needs a directory}; debug=1; shift 2 ;;
+	--kernel-dir) debug_dir=${2:?--kernel-dir needs a directory}; debug=0; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--smp) smp=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
@@ -124,18 +130,16 @@ if [ -n "$debug_dir" ]; then
 	[ "$(head -c 4 "$kernel" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ] ||
 		die "$kernel is not an ELF vmlinux"
 elif [ -z "$kver" ]; then
-	# the kernel the build's module is for, if it is installed; else the newest
+	# the kernel the build's module is for, if it is installed; else
+	# Debian's default kernel (linux-image-amd64's), not the newest: the
+	# 6.12 that scripts/install-deps.sh adds boots only when asked for.
 	v=$(sed -n 's/^KVER:STRING=//p' "${build:-$src/build}/CMakeCache.txt" 2>/dev/null)
-	[ -n "$v" ] && [ -r "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v" ] && kver=$v
-fi
-if [ -z "$debug_dir" ] && [ -z "$kver" ]; then
-	while read -r v; do
-		if [ -r "/boot/vmlinuz-$v" ]; then
-			kver=$v
-			break
-		fi
-	done < <(find /lib/modules -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -rV)
-	[ -n "$kver" ] || die "no /lib/modules/VER with a matching /boot/vmlinuz-VER (apt-get install linux-image-amd64)"
+	if [ -n "$v" ] && [ -r "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v" ]; then
+		kver=$v
+	else
+		kver=$("$src/scripts/default-kver.sh" --boot) ||
+			die "no /lib/modules/VER with a matching /boot/vmlinuz-VER (apt-get install linux-image-amd64)"
+	fi
 fi
 if [ -z "$debug_dir" ]; then
 	kernel=/boot/vmlinuz-$kver
@@ -222,8 +226,14 @@ build_initramfs() {
 	install -m 0755 "$here/initramfs-init" "$stage/init"
 	: >"$stage/modules/order"
 	for m in "${initmods[@]}"; do
-		cp "$m" "$stage/modules/"
-		basename "$m" >>"$stage/modules/order"
+		case $m in
+		*.ko.xz) # 6.12's modules are compressed; busybox insmod wants them plain
+			xz -dc "$m" >"$stage/modules/$(basename "$m" .xz)"
+			basename "$m" .xz >>"$stage/modules/order" ;;
+		*)
+			cp "$m" "$stage/modules/"
+			basename "$m" >>"$stage/modules/order" ;;
+		esac
 	done
 	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
 		cpio --quiet -o -H newc -R 0:0) >"$initrd.tmp.$$"
@@ -381,7 +391,7 @@ done
 	printf 'VM_DEPMOD_DIR=%q\n' "$depmod_dir"
 	printf 'VM_MODULES_DIR=%q\n' "${modroot:+$modroot/lib/modules/$kver}"
 	# Deadlines of the test programs (ring_attack) scale with the kernel.
-	if [ -n "$debug_dir" ]; then
+	if [ "$debug" = 1 ]; then
 		printf 'export VM_TIME_SCALE=%q\n' "${MBCF_VM_DEBUG_TIME_SCALE:-5}"
 	else
 		printf 'export VM_TIME_SCALE=1\n'
@@ -405,14 +415,14 @@ cmdline+=" 8250.nr_uarts=1 mitigations=off tsc=reliable no_timer_check"
 # too (a "BUG kmalloc-..." report).  The debug kernel has KASAN instead.
 # MBCF_VM_SLUB_DEBUG= (empty) turns it off, e.g. to compare timings.
 slub_debug=${MBCF_VM_SLUB_DEBUG-FZP}
-if [ -z "$debug_dir" ] && [ -n "$slub_debug" ]; then
+if [ "$debug" = 0 ] && [ -n "$slub_debug" ]; then
 	cmdline+=" slub_debug=$slub_debug"
 fi
 # The debug lane stops at the first soft lockup and reports an RCU stall
 # after 15 s, not 21: a loop in softirq or under a spinlock that the wire
 # or user space can stretch fails the run there (the stock kernel's log
 # scan fails on the splat alone).
-[ -n "$debug_dir" ] && cmdline+=" softlockup_panic=1 rcupdate.rcu_cpu_stall_timeout=15"
+[ "$debug" = 1 ] && cmdline+=" softlockup_panic=1 rcupdate.rcu_cpu_stall_timeout=15"
 # Extra kernel parameters for experiments, e.g. MBCF_VM_APPEND=kmemleak=off.
 [ -n "${MBCF_VM_APPEND:-}" ] && cmdline+=" $MBCF_VM_APPEND"
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Kernel API differences, through feature probes (issue 34).
+ *
+ * compat-generated.h is written at build time by compat/probe.sh, which
+ * compiles each compat/probes/NAME.c against the target kernel's headers
+ * and defines MBCF_HAVE_NAME for those that compile (CMake: kmod/
+ * CMakeLists.txt; DKMS: dkms.conf's MAKE, for the kernel DKMS builds for).
+ * No LINUX_VERSION_CODE comparisons: distribution kernels backport APIs.
+ * Only kmod/ includes this (through mbcf.h); core/ knows no kernel versions
+ * (its own environment shim is include/mbcf/compat.h, another file).
+ *
+ * Each wrapper below names the probe it rests on; the kernel versions are
+ * where mainline changed, for the reader only.
+ */
+#ifndef MBCF_KMOD_COMPAT_H
+#define MBCF_KMOD_COMPAT_H
+
+#include <linux/build_bug.h>
+#include <linux/hrtimer.h>
+#include <linux/mm.h>
+#include <linux/skbuff.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "compat-generated.h"
+
+/* vm_flags_set (6.3): vma->vm_flags is read-only; set/clear through helpers. */
+static inline void mbcf_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+#ifdef MBCF_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static inline void mbcf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+#ifdef MBCF_HAVE_VM_FLAGS_SET
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
+/*
+ * ubuf_info_ops (6.10): struct ubuf_info's completion callback moved from
+ * uarg->callback to uarg->ops->complete (same signature).  For a completion
+ * function FN:
+ *   MBCF_UBUF_OPS(FN);                  at file scope after FN: its ops
+ *   mbcf_ubuf_set_complete(uarg, FN)    make FN uarg's completion
+ *   mbcf_ubuf_is(uarg, FN)              is FN uarg's completion?
+ */
+#ifdef MBCF_HAVE_UBUF_INFO_OPS
+#define MBCF_UBUF_OPS(fn)						\
+	static const struct ubuf_info_ops fn##_ubuf_ops = { .complete = (fn) }
+#define mbcf_ubuf_set_complete(uarg, fn)	((uarg)->ops = &fn##_ubuf_ops)
+#define mbcf_ubuf_is(uarg, fn)			((uarg)->ops == &fn##_ubuf_ops)
+#else
+#define MBCF_UBUF_OPS(fn)			static_assert(1, #fn)
+#define mbcf_ubuf_set_complete(uarg, fn)	((uarg)->callback = (fn))
+#define mbcf_ubuf_is(uarg, fn)			((uarg)->callback == (fn))
+#endif
+
+/*
+ * create_cq_attr_bundle (6.11): ib_device_ops.create_cq takes the
+ * uverbs_attr_bundle (NULL for a kernel CQ) instead of the udata.
+ * MBCF_CREATE_CQ_OP(NAME, IMPL) defines the op NAME for ib_device_ops on
+ * IMPL(ib_cq, init_attr, udata), udata NULL for a kernel CQ as before.
+ */
+#ifdef MBCF_HAVE_CREATE_CQ_ATTR_BUNDLE
+#define MBCF_CREATE_CQ_OP(name, impl)					\
+	static int name(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr, \
+			struct uverbs_attr_bundle *attrs)		\
+	{								\
+		return impl(ibcq, attr, attrs ? &attrs->driver_udata : NULL); \
+	}
+#else
+#define MBCF_CREATE_CQ_OP(name, impl)					\
+	static int name(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr, \
+			struct ib_udata *udata)				\
+	{								\
+		return impl(ibcq, attr, udata);				\
+	}
+#endif
+
+/*
+ * hrtimer_setup (6.13; hrtimer_init and storing timer->function directly
+ * are gone in 6.15): initialize @timer with its callback in one call.
+ */
+static inline void mbcf_hrtimer_setup(struct hrtimer *timer,
+				      enum hrtimer_restart (*function)(struct hrtimer *),
+				      clockid_t clock_id, enum hrtimer_mode mode)
+{
+#ifdef MBCF_HAVE_HRTIMER_SETUP
+	hrtimer_setup(timer, function, clock_id, mode);
+#else
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+#endif
+}
+
+#endif /* MBCF_KMOD_COMPAT_H */
