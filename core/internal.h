@@ -96,16 +96,35 @@ void mbcf_conn_enter_error(struct mbcf_conn *c, bool psn_valid, u32 psn,
 			   u8 wc_status);
 u8 mbcf_conn_wc_from_status(u8 status);
 
-/* send.c */
+/* send.c: the forward path */
 int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr);
 void mbcf_send_push(struct mbcf_conn *c, u64 now);
-bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now);
-bool mbcf_send_ack_ours(const struct mbcf_conn *c, u32 ack_psn);
-bool mbcf_send_lost_ok(const struct mbcf_conn *c, const struct mbcf_frame *f);
 void mbcf_send_complete(struct mbcf_conn *c);
 void mbcf_send_control(struct mbcf_conn *c, u8 op, u8 status);
 void mbcf_send_control_lost(struct mbcf_conn *c, u16 epoch, u32 seen);
 void mbcf_send_nak(struct mbcf_conn *c, u32 psn, u8 status);
+void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc);
+struct mbcf_msg *mbcf_send_respond(struct mbcf_conn *c, u8 op, u32 req_psn,
+				    u32 len);
+struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c);
+/* ... and what rtx.c uses of it */
+struct mbcf_msg *mbcf_send_find(struct mbcf_conn *c, u32 psn);
+bool mbcf_send_placed_early(const struct mbcf_msg *m, u32 i, u32 d);
+bool mbcf_send_was_placed(const struct mbcf_msg *m, u32 i, u32 d, u32 psn,
+			  u32 seen, const u64 *map);
+u32 mbcf_send_frame_bytes(const struct mbcf_conn *c, const struct mbcf_msg *m,
+			  u32 i);
+int mbcf_send_frame(struct mbcf_conn *c, const struct mbcf_msg *m, u32 i,
+		    u8 flags);
+void mbcf_send_fault(struct mbcf_conn *c, const struct mbcf_msg *m, u32 psn);
+void mbcf_send_tlp_arm(struct mbcf_conn *c, u64 now);
+void mbcf_send_control_flags(struct mbcf_conn *c, u8 op, u8 status, u8 flags,
+			     u32 ack_psn, u16 epoch);
+
+/* rtx.c: acknowledgement, loss and retransmission; send.c never calls it */
+bool mbcf_send_ack(struct mbcf_conn *c, u32 ack_psn, u64 now);
+bool mbcf_send_ack_ours(const struct mbcf_conn *c, u32 ack_psn);
+bool mbcf_send_lost_ok(const struct mbcf_conn *c, const struct mbcf_frame *f);
 void mbcf_send_alive(struct mbcf_conn *c, u64 now);
 void mbcf_send_lost(struct mbcf_conn *c, u32 psn, u16 epoch, u32 seen,
 		    const u8 *placed);
@@ -113,10 +132,6 @@ void mbcf_send_stop(struct mbcf_conn *c, u32 psn, u64 now);
 void mbcf_send_refused(struct mbcf_conn *c, u32 psn, u16 epoch, u64 now);
 void mbcf_send_go(struct mbcf_conn *c, u32 psn, u64 now);
 void mbcf_send_timeout(struct mbcf_conn *c, u64 now);
-void mbcf_send_flush(struct mbcf_conn *c, bool psn_valid, u32 psn, u8 wc);
-struct mbcf_msg *mbcf_send_respond(struct mbcf_conn *c, u8 op, u32 req_psn,
-				    u32 len);
-struct mbcf_msg *mbcf_send_pending_rd(struct mbcf_conn *c);
 
 /* recv.c */
 void mbcf_recv_frame(struct mbcf_conn *c, const struct mbcf_frame *f, u64 now);
