@@ -70,7 +70,19 @@ unshare -m --propagation private bash -euo pipefail -c '
 		}
 		echo "dkms build for $rel: $((SECONDS - t0)) s"
 		dkms status -m mbcf -v "$version" -k "$rel" >"$out/status.$rel"
-		cp "/var/lib/dkms/mbcf/$version/$rel/$(uname -m)/module/mbcf.ko" "$out/mbcf-$rel.ko"
+		# DKMS compresses the module as the kernel does its own (6.12: .ko.xz)
+		ko=/var/lib/dkms/mbcf/$version/$rel/$(uname -m)/module/mbcf.ko
+		if [ -f "$ko" ]; then
+			cp "$ko" "$out/mbcf-$rel.ko"
+		elif [ -f "$ko.xz" ]; then
+			xz -dc "$ko.xz" >"$out/mbcf-$rel.ko"
+		elif [ -f "$ko.zst" ]; then
+			zstd -qdc "$ko.zst" >"$out/mbcf-$rel.ko"
+		else
+			ls -l "${ko%/*}"
+			echo "no mbcf.ko(.xz|.zst) from dkms for $rel"
+			exit 1
+		fi
 	done <<<"$kernels"
 ' dkms-build "$version" "$src" "$work" "$kernels" >"$work/log" 2>&1 || {
 	cat "$work/log"
