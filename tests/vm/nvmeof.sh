@@ -11,7 +11,8 @@
 #   - nvme connect, fio randwrite + verify at 4 KiB and 128 KiB, a pattern
 #     written with dd, nvme disconnect, reconnect, the pattern read back;
 #   - teardown: disconnect, nvmet removed, the mbcf resource summary back
-#     to what it was before (no kernel MR, QP, CQ, PD left), the ULP and
+#     to what it was before (no kernel PD, QP, CM id or MR left; CQs stay
+#     in the device's CQ pool until it goes), the ULP and
 #     mbcf modules unload, the kernel log is clean.
 #   tests/vm/run.sh --build BUILD tests/vm/nvmeof.sh
 set -u
@@ -31,10 +32,16 @@ CFG=/sys/kernel/config/nvmet
 logs=/var/tmp/nvmeof
 mkdir -p "$logs"
 
-# The summary line of mbcf0 ("pd 1 cq 1 qp 1 cm_id 0 mr 0 ..."): the
-# kernel's own GSI objects only, before and after.
+# The summary of mbcf0's PDs, QPs, CM ids and MRs ("pd 1 qp 1 cm_id 0 mr 0"):
+# the kernel's own GSI objects only, before and after.  Not CQs: nvme-rdma
+# takes its I/O queues' CQs from the device's CQ pool (ib_cq_pool_get),
+# which the RDMA core keeps until the device is unregistered.
 summary() {
-	rdma resource show 2>/dev/null | awk '$2 == "mbcf0:" { $1 = ""; print }'
+	rdma resource show 2>/dev/null | awk '$2 == "mbcf0:" {
+		for (i = 3; i < NF; i += 2)
+			if ($i == "pd" || $i == "qp" || $i == "cm_id" || $i == "mr")
+				printf "%s %s ", $i, $(i + 1)
+		print "" }'
 }
 
 rdma link delete rxe0 || vm_die "cannot remove rxe0"
@@ -63,15 +70,17 @@ echo 4420 >"$CFG/ports/1/addr_trsvcid"
 ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" || vm_die "nvmet port"
 
 # --- host --------------------------------------------------------------------
-# nvme_dev: the block device of namespace 1 of NQN (with native multipath,
-# Debian's default, nvmeXn1 is the subsystem's head and device/ its
-# nvme-subsystem; without, the controller: both have subsysnqn)
+# nvme_dev: the block device of namespace 1 of NQN: with native multipath
+# (Debian's default) the subsystem's head, nvme<subsystem instance>n1;
+# without, nvme<controller instance>n1
 nvme_dev() {
-	local b
-	for b in /sys/block/nvme*n1; do
-		[ -e "$b" ] || continue
-		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$NQN" ] &&
-			{ echo "/dev/${b##*/}"; return 0; }
+	local d
+	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
+		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
+		d=${d##*/}		# nvme-subsysN or nvmeN
+		d=${d#nvme-subsys}
+		d=/dev/nvme${d#nvme}n1
+		[ -b "$d" ] && { echo "$d"; return 0; }
 	done
 	return 1
 }
@@ -108,20 +117,22 @@ disconnect() {
 connect || vm_die "first connect"
 nvme list 2>/dev/null | sed 's/^/  | /'
 
-# The kernel consumers' QPs live on mbcf0 (host and target ends: one admin
-# and at least one I/O queue each), none anywhere else.
+# The kernel consumers' QPs (rdma_cm's, "comm [rdma_cm]") live on mbcf0:
+# host and target ends of one admin and at least one I/O queue; none on
+# any other device.
 qps=$(rdma resource show qp 2>/dev/null)
-printf '%s\n' "$qps" | grep -E 'nvme' | sed 's/^/  | /' | head -n 12
-nq=$(printf '%s\n' "$qps" | grep -cE 'link mbcf0/1 .*comm \[?nvme')
+printf '%s\n' "$qps" | sed 's/^/  | /' | head -n 12
+nq=$(printf '%s\n' "$qps" | grep -cE 'link mbcf0/1 .*type RC .*comm \[rdma_cm\]')
 if [ "$nq" -ge 4 ]; then
-	echo "ok: $nq nvme QPs on mbcf0"
+	echo "ok: $nq kernel RC QPs of rdma_cm on mbcf0"
 else
-	echo "FAIL: $nq nvme QPs on mbcf0 (want >= 4)"
+	echo "FAIL: $nq kernel RC QPs of rdma_cm on mbcf0 (want >= 4)"
 	failed=$((failed + 1))
 fi
-assert_eq 0 "$(printf '%s\n' "$qps" | grep -E 'comm \[?nvme' | grep -vc 'link mbcf0/')" \
-	"nvme QPs on other devices" || failed=$((failed + 1))
-mrs=$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf0 .*comm \[?nvme')
+assert_eq 0 "$(printf '%s\n' "$qps" | grep -F 'comm [rdma_cm]' | grep -vc 'link mbcf0/')" \
+	"kernel QPs on other devices" || failed=$((failed + 1))
+vm_log "mbcf0 resources while connected: $(summary)"
+mrs=$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf0 ')
 vm_log "nvme MRs on mbcf0: $mrs"
 
 # --- fio with verification -----------------------------------------------------
@@ -141,8 +152,8 @@ run_fio() {	# NAME BS OFFSET SIZE
 		return 1
 	fi
 }
-check run_fio rw4k 4k 0 8M
-check run_fio rw128k 128k 8M 16M
+check run_fio rw4k 4k 0 4M
+check run_fio rw128k 128k 8M 8M
 
 # --- data survives a reconnect ---------------------------------------------------
 dd if=/dev/urandom of="$logs/pattern" bs=1M count=4 status=none

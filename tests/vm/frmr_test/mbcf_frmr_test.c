@@ -22,6 +22,7 @@
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/delay.h>
+#include <linux/netdevice.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
@@ -91,14 +92,19 @@ static int t_modify(struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 /* RESET -> INIT -> RTR -> RTS, @qp connected to @peer. */
 static int t_connect_one(struct t_ctx *c, struct ib_qp *qp, struct ib_qp *peer)
 {
+	const struct ib_gid_attr *sgid;
+	struct net_device *ndev;
+	u8 mac[ETH_ALEN];
 	struct ib_qp_attr attr = {};
 	union ib_gid gid;
 	int err;
 
 	attr.qp_state = IB_QPS_RESET;
 	err = t_modify(qp, &attr, IB_QP_STATE);
-	if (err)
+	if (err) {
+		pr_err("mbcf_frmr_test: to RESET: %d\n", err);
 		return err;
+	}
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_INIT;
 	attr.port_num = 1;
@@ -106,11 +112,25 @@ static int t_connect_one(struct t_ctx *c, struct ib_qp *qp, struct ib_qp *peer)
 	attr.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
 	err = t_modify(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
 		       IB_QP_ACCESS_FLAGS);
-	if (err)
+	if (err) {
+		pr_err("mbcf_frmr_test: to INIT: %d\n", err);
 		return err;
-	err = rdma_query_gid(c->dev, 1, 0, &gid);
-	if (err)
-		return err;
+	}
+	sgid = rdma_get_gid_attr(c->dev, 1, 0);
+	if (IS_ERR(sgid)) {
+		pr_err("mbcf_frmr_test: GID 0: %ld\n", PTR_ERR(sgid));
+		return PTR_ERR(sgid);
+	}
+	gid = sgid->gid;
+	/* kernel consumers hand modify_qp a resolved address: our own MAC */
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (!IS_ERR(ndev))
+		memcpy(mac, ndev->dev_addr, ETH_ALEN);
+	rcu_read_unlock();
+	rdma_put_gid_attr(sgid);
+	if (IS_ERR(ndev))
+		return PTR_ERR(ndev);
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTR;
 	attr.path_mtu = IB_MTU_1024;
@@ -121,11 +141,14 @@ static int t_connect_one(struct t_ctx *c, struct ib_qp *qp, struct ib_qp *peer)
 	attr.ah_attr.type = rdma_ah_find_type(c->dev, 1);
 	rdma_ah_set_port_num(&attr.ah_attr, 1);
 	rdma_ah_set_grh(&attr.ah_attr, &gid, 0, 0, 64, 0);
+	memcpy(attr.ah_attr.roce.dmac, mac, ETH_ALEN);
 	err = t_modify(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
 		       IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
 		       IB_QP_MIN_RNR_TIMER);
-	if (err)
+	if (err) {
+		pr_err("mbcf_frmr_test: to RTR: %d\n", err);
 		return err;
+	}
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = 1;
@@ -324,12 +347,33 @@ static void t_run(struct t_ctx *c)
 		u32 key = c->mr->rkey;
 		int err;
 
+		const struct ib_send_wr *sbad;
+		bool got_s = false, got_r = false;
+		int i;
+
 		swr.ex.invalidate_rkey = key;
+		swr.send_flags = IB_SEND_SIGNALED;
 		err = ib_post_recv(c->b, &rwr, &rbad);
 		if (!err)
-			err = t_post(c, c->a, &swr, &wc);
-		if (!err)
-			err = t_poll(c, c->b, &rwc);
+			err = ib_post_send(c->a, &swr, &sbad);
+		/* both completions, in whatever order they come */
+		for (i = 0; !err && !(got_s && got_r) && i < 5000; i++) {
+			struct ib_wc w;
+
+			if (ib_poll_cq(c->cq, 1, &w) != 1) {
+				usleep_range(500, 1000);
+				continue;
+			}
+			if (w.qp == c->a) {
+				wc = w;
+				got_s = true;
+			} else if (w.qp == c->b) {
+				rwc = w;
+				got_r = true;
+			}
+		}
+		if (!err && !(got_s && got_r))
+			err = -ETIMEDOUT;
 		CHECK(c, !err && wc.status == IB_WC_SUCCESS && rwc.status == IB_WC_SUCCESS &&
 		      (rwc.wc_flags & IB_WC_WITH_INVALIDATE) && rwc.ex.invalidate_rkey == key,
 		      "SEND_WITH_INV: receive completes WITH_INVALIDATE of 0x%x (err %d, flags 0x%x, key 0x%x)",
