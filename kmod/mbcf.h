@@ -21,6 +21,7 @@
  *   stats.c   counters for `rdma statistic`
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
+ *   frmr.c    fast registration (FRWR) of kernel consumers' memory
  *   ah.c      address handles: where UD datagrams go
  *   pacer.c   the device's pacer: one timer that kicks paced QPs when due
  *   srq.c     shared receive queues: the verbs, and waking the QPs that
@@ -657,6 +658,24 @@ struct mbcf_mr *mbcf_mw_resolve(struct mbcf_window *win, struct mbcf_qp *qp,
 				u32 rkey, u64 va, u64 len, int access);
 int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b);
 int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote);
+
+/* frmr.c: fast registration (FRWR) for kernel consumers */
+#define MBCF_MR_TAG_FRMR	2	/* mr_xa entries of FRWR MRs */
+#define MBCF_FRMR_MAX_PAGES	512	/* max_fast_reg_page_list_len */
+struct mbcf_frmr;
+struct mbcf_send_wqe;
+struct mbcf_frmr_reg {			/* a REG_MR request, as wr.c keeps it */
+	u32 key;			/* the MR's key with the new key byte */
+	int access;
+};
+extern const struct ib_device_ops mbcf_frmr_ops;
+int mbcf_frmr_dereg(struct ib_mr *ibmr);
+int mbcf_frmr_kentry(struct mbcf_qp *qp, const struct ib_reg_wr *wr,
+		     struct mbcf_send_wqe *e);
+int mbcf_frmr_reg(struct mbcf_qp *qp, const struct mbcf_frmr_reg *r);
+int mbcf_frmr_invalidate(struct mbcf_qp *qp, u32 key, bool remote);
+struct mbcf_mr *mbcf_frmr_resolve(struct mbcf_frmr *f, struct ib_pd *pd,
+				  u32 key, u64 va, u64 len, int access);
 
 /*
  * Zero-copy transmit: instead of copying, reference the pages that hold the

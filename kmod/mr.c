@@ -334,6 +334,8 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct mbcf_mr *mr = to_mbcf_mr(ibmr);
 	struct mbcf_dev *dev = mbcf_pd_dev(mr->pd);
 
+	if (ibmr->type == IB_MR_TYPE_MEM_REG)	/* FRWR: frmr.c */
+		return mbcf_frmr_dereg(ibmr);
 	if (!mr->umem) {	/* a DMA MR: nothing published, nothing pinned */
 		kfree(mr);
 		return 0;
@@ -429,6 +431,9 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
 	if (xa_pointer_tag(e) == MBCF_MR_TAG_MW) {
 		mr = mbcf_mw_resolve(xa_untag_pointer(e), qp, key, va, len,
 				     access);
+	} else if (xa_pointer_tag(e) == MBCF_MR_TAG_FRMR) {	/* frmr.c */
+		mr = mbcf_frmr_resolve(xa_untag_pointer(e), pd, key, va, len,
+				       access);
 	} else {
 		mr = mbcf_mr_find(e, pd, key, va, len, access);
 		if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
@@ -561,8 +566,8 @@ struct mbcf_mr *mbcf_mr_get_bindable(struct mbcf_qp *qp, u32 lkey, u64 addr,
 
 	rcu_read_lock();
 	e = xa_load(&qp->dev->mr_xa, mbcf_mr_key_index(lkey));
-	if (xa_pointer_tag(e) == MBCF_MR_TAG_MW)
-		e = NULL;	/* a window's key names no MR */
+	if (xa_pointer_tag(e))
+		e = NULL;	/* a window's key names no MR; no window on FRWR */
 	mr = mbcf_mr_find(e, qp->ibqp.pd, lkey, addr, length,
 			  access | IB_ACCESS_MW_BIND);
 	if (!IS_ERR(mr)) {
@@ -591,6 +596,13 @@ static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
 	mr = mbcf_mr_use(qp, pd, key, va, len, access, &own);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
+	/* frmr.c: the consumer's pages must not outlive an invalidation
+	 * in a frame's fragments: copy */
+	if (op == MBCF_MR_REF && mr->ibmr.type == IB_MR_TYPE_MEM_REG) {
+		if (own)
+			mbcf_mr_put(mr);
+		return -E2BIG;
+	}
 	if (op == MBCF_MR_REF) {
 		struct mbcf_spans *sp = arg;
 

@@ -181,9 +181,11 @@ static int mbcf_proto_local(void *env, u64 cookie)
 static int mbcf_proto_invalidate(void *env, u32 rkey)
 {
 	struct mbcf_qp *qp = mbcf_proto_qp(env);
+	int err = mbcf_frmr_invalidate(qp, rkey, true);	/* an FRWR MR's */
 
-	return mbcf_mw_invalidate(qp, rkey, true) ?
-	       MBCF_ST_REMOTE_INVALID_REQUEST : MBCF_ST_OK;
+	if (err == -ENOENT)
+		err = mbcf_mw_invalidate(qp, rkey, true);
+	return err ? MBCF_ST_REMOTE_INVALID_REQUEST : MBCF_ST_OK;
 }
 
 const struct mbcf_ops mbcf_proto_ops = {

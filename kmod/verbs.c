@@ -64,6 +64,9 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	attr->max_pkeys = 1;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IB_DEVICE_RC_RNR_NAK_GEN;
+	/* fast registration for kernel consumers (frmr.c) */
+	attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = MBCF_FRMR_MAX_PAGES;
 	attr->local_ca_ack_delay = 15;
 	/* The core copies this into ibdev->attrs at registration; nldev
 	 * refuses `rdma link delete` without it. */

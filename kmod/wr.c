@@ -52,6 +52,7 @@ struct mbcf_wr_send {
 		DECLARE_FLEX_ARRAY(u8, data);	/* MBCF_WR_INLINE: len bytes */
 		struct mbcf_mw_bind bind;	/* IB_WC_BIND_MW */
 		u32 inv_rkey;			/* IB_WC_LOCAL_INV */
+		struct mbcf_frmr_reg reg;	/* IB_WC_REG_MR (frmr.c) */
 	};
 };
 
@@ -269,6 +270,8 @@ static u8 mbcf_wr_wc_opcode(u32 uverbs_op)
 		return IB_WC_LOCAL_INV;
 	case IB_UVERBS_WR_BIND_MW:
 		return IB_WC_BIND_MW;
+	case IB_WR_REG_MR:		/* kernel QPs only (frmr.c) */
+		return IB_WC_REG_MR;
 	default:
 		return IB_WC_SEND;
 	}
@@ -306,6 +309,8 @@ static u8 mbcf_wr_parse_local(const struct mbcf_send_wqe *h,
 			.addr = h->remote_addr,
 			.length = h->bind.length,
 		};
+	} else if (h->opcode == IB_WR_REG_MR) {	/* frmr.c */
+		w->reg = (struct mbcf_frmr_reg){ h->rkey, h->bind.access };
 	} else {
 		w->inv_rkey = h->invalidate_rkey;
 		wr->flags |= MBCF_WR_FENCE_ALL;
@@ -363,6 +368,8 @@ static u8 mbcf_wr_parse_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 	w->num_sge = 0;
 	w->len = 0;
 	op = h->opcode < ARRAY_SIZE(mbcf_wr_ops) ? mbcf_wr_ops[h->opcode] : 0;
+	if (h->opcode == IB_WR_REG_MR && qp->kernel)	/* frmr.c */
+		op = MBCF_OP_LOCAL;
 	if (!op || !mbcf_wr_op_allowed(qp, op))
 		return MBCF_WR_MALFORMED;
 	memset(wr, 0, sizeof(*wr));
@@ -700,11 +707,18 @@ int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie)
 {
 	const struct mbcf_wr_send *w = mbcf_wr_send_at(&qp->sq, cookie);
 
+	int err;
+
 	if (w->wc_op == IB_WC_BIND_MW)
 		return mbcf_mw_bind(qp, &w->bind) ? MBCF_WC_MW_BIND_ERR :
 						    MBCF_WC_SUCCESS;
-	return mbcf_mw_invalidate(qp, w->inv_rkey, false) ?
-	       MBCF_WC_LOC_QP_OP_ERR : MBCF_WC_SUCCESS;
+	if (w->wc_op == IB_WC_REG_MR)		/* frmr.c */
+		return mbcf_frmr_reg(qp, &w->reg) ? MBCF_WC_LOC_QP_OP_ERR :
+						    MBCF_WC_SUCCESS;
+	err = mbcf_frmr_invalidate(qp, w->inv_rkey, false);
+	if (err == -ENOENT)			/* no FRWR MR: a window's */
+		err = mbcf_mw_invalidate(qp, w->inv_rkey, false);
+	return err ? MBCF_WC_LOC_QP_OP_ERR : MBCF_WC_SUCCESS;
 }
 
 /* ops->complete: 0, or -ENOSPC when the CQ overran (the core fails). */
@@ -1049,8 +1063,9 @@ static int mbcf_wr_kentry(struct mbcf_qp *qp, const struct ib_send_wr *wr,
 	u32 i, off = 0;
 
 	if (wr->opcode > IB_WR_ATOMIC_FETCH_AND_ADD &&
-	    wr->opcode != IB_WR_LOCAL_INV && wr->opcode != IB_WR_SEND_WITH_INV)
-		return -EINVAL;		/* REG_MR and the like: not offered */
+	    wr->opcode != IB_WR_LOCAL_INV && wr->opcode != IB_WR_SEND_WITH_INV &&
+	    wr->opcode != IB_WR_REG_MR)
+		return -EINVAL;		/* integrity and the like: not offered */
 	if (wr->num_sge < 0 || (!(wr->send_flags & IB_SEND_INLINE) &&
 				wr->num_sge > qp->sq.max_sge))
 		return -EINVAL;
@@ -1058,6 +1073,8 @@ static int mbcf_wr_kentry(struct mbcf_qp *qp, const struct ib_send_wr *wr,
 	e->wr_id = wr->wr_id;
 	e->opcode = wr->opcode;
 	e->send_flags = wr->send_flags;
+	if (wr->opcode == IB_WR_REG_MR)		/* frmr.c */
+		return mbcf_frmr_kentry(qp, reg_wr(wr), e);
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		e->imm_data_be = (__force u32)wr->ex.imm_data;

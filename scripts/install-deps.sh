@@ -29,6 +29,8 @@ pkgs=(
 	# verbs software the guest tests run unmodified (issue 9): qperf,
 	# UCX, Open MPI over UCX, libfabric's verbs provider
 	qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
+	# kernel consumers over fast registration (tests/vm/nvmeof.sh)
+	nvme-cli fio
 	# Debian packages (cmake --build build --target package): debhelper,
 	# dh_dkms (its own package since dkms 3.0.3), lintian for the checks
 	debhelper dh-dkms lintian
