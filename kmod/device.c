@@ -145,6 +145,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	/* QP numbers are not predictable from one device to the next (qp.c) */
 	dev->qp_next = get_random_u32_inclusive(MBCF_QPN_FIRST, MBCF_QPN_MASK);
+	dev->zc_retry_at = jiffies;	/* zero-copy from the start (zc.c) */
 	spin_lock_init(&dev->retired_lock);
 	spin_lock_init(&dev->linger_lock);
 	mbcf_mr_dev_init(dev);

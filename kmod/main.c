@@ -40,10 +40,6 @@ bool mbcf_quiet_tail;
 module_param_named(quiet_tail, mbcf_quiet_tail, bool, 0644);
 MODULE_PARM_DESC(quiet_tail, "Unsignaled writes/sends ending a burst ask for no ACK: fewer ACK frames, a system call for the next post (default N)");
 
-unsigned int mbcf_zerocopy = 1;
-module_param_named(zerocopy, mbcf_zerocopy, uint, 0644);
-MODULE_PARM_DESC(zerocopy, "Send payloads as page fragments: 0 never, 1 unless the netdev copies them (default), 2 always");
-
 unsigned int mbcf_pace_slack_us = 2000;
 module_param_named(pace_slack_us, mbcf_pace_slack_us, uint, 0644);
 MODULE_PARM_DESC(pace_slack_us, "Pacing: how late (us) the pacer's timer may be without costing a paced QP rate; made up for in bursts (0 = never: bursts of at most 2 frames)");
@@ -186,7 +182,7 @@ static void __exit mbcf_main_exit(void)
 	rdma_link_unregister(&mbcf_main_link_ops);
 	unregister_netdevice_notifier(&mbcf_main_netdev_nb);
 	mbcf_main_unregister_all();
-	mbcf_net_unpark_all();
+	mbcf_zc_unpark_all();
 	mbcf_net_heads_free();
 	pr_info("mbcf: unloaded\n");
 }

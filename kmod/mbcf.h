@@ -31,6 +31,7 @@
 #define MBCF_KMOD_H
 
 #include <linux/hrtimer.h>
+#include <linux/ktime.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
@@ -42,6 +43,7 @@
 
 #include "mbcf/core.h"
 #include "mbcf/ring.h"
+#include "zc.h"
 
 #define MBCF_DRV_NAME		"mbcf"
 #define MBCF_FW_VERSION		MBCF_VERSION	/* mbcf-version.h, see Kbuild */
@@ -152,7 +154,7 @@ struct mbcf_dev {
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
 	bool rx_handler;		/* net.c: ndev's rx_handler is ours */
-	/* net.c: zero-copy frames were copied by the stack (veth): build
+	/* zc.c: zero-copy frames were copied by the stack (veth): build
 	 * frames with copies until then (jiffies) */
 	unsigned long zc_retry_at;
 	/* Frames dropped before a QP took them (parser, demux), and
@@ -290,6 +292,11 @@ struct mbcf_ud_addr {
 	u8 sgid[16], dgid[16];
 };
 
+/* Frames built and not yet sent: only net.c looks inside. */
+struct mbcf_frames {
+	struct sk_buff_head q;
+};
+
 /* A QP number's entry in mbcf_dev.qp_xa: lookups take a reference. */
 struct mbcf_qp_ref {
 	struct mbcf_qp *qp;
@@ -354,7 +361,7 @@ struct mbcf_qp {
 	 * context, so one frame received in softirq never costs more than a
 	 * burst.
 	 */
-	struct sk_buff_head txq;
+	struct mbcf_frames txq;
 	bool tx_owner;
 	struct work_struct tx_work;
 	/* The most send requests one call took off the ring (wr.c): at most
@@ -427,7 +434,6 @@ extern unsigned int mbcf_ack_interval;
 extern bool mbcf_window_adapt;
 extern bool mbcf_quiet_tail;
 extern unsigned int mbcf_pace_slack_us;
-extern unsigned int mbcf_zerocopy;
 
 /* main.c */
 struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
@@ -536,38 +542,48 @@ bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);
-struct mbcf_spans;
 int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			  struct mbcf_spans *sp);
 
 /* proto.c */
 extern const struct mbcf_ops mbcf_proto_ops;
-u64 mbcf_proto_now(void);
+
+/* The protocol core's clock: ns, CLOCK_MONOTONIC (qp.c, pacer.c). */
+static inline u64 mbcf_proto_now(void)
+{
+	return ktime_get_ns();
+}
 
 /* stats.c */
 extern const struct ib_device_ops mbcf_stats_ops;
 void mbcf_stats_init(void);
 void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 
-/* net.c: frames in and out; the caller of _xmit holds qp->lock */
+/* net.c: frames in and out; the caller of _xmit_* holds qp->lock */
 int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
-int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
-		  const struct mbcf_payload *pl);
+/* Writes a frame's @len bytes of payload at @to (ip_append_data's getfrag). */
+typedef int (*mbcf_net_fill_t)(void *from, u8 *to, u32 len);
+int mbcf_net_xmit_fill(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+		       u32 len, mbcf_net_fill_t fill, void *from);
+int mbcf_net_xmit_pages(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+			struct mbcf_spans *sp, u32 len);
+void mbcf_net_init_qp(struct mbcf_qp *qp);
+u32 mbcf_net_queued(struct mbcf_qp *qp);
+void mbcf_net_take(struct mbcf_qp *qp, struct mbcf_frames *batch);
+void mbcf_net_purge(struct mbcf_qp *qp);
 /* The first frame of our stream a batch had refused (docs/protocol.md 7.7). */
 struct mbcf_net_refused {
 	bool any;
 	u16 epoch;
 	u32 psn;
 };
-void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
+void mbcf_net_send(struct mbcf_qp *qp, struct mbcf_frames *frames,
 		   struct mbcf_net_refused *ref);
 void mbcf_net_drop_stale(struct mbcf_qp *qp);
 int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 		      u32 hdr_len);
-void mbcf_net_zc_copied(struct mbcf_dev *dev);
 void mbcf_net_heads_free(void);
-void mbcf_net_unpark_all(void);
 
 /* mr.c */
 struct mbcf_sge;
@@ -587,13 +603,7 @@ struct mbcf_mr {
 	int access;			/* IB_ACCESS_* granted */
 	refcount_t ref;			/* registry + users + bound windows */
 	struct completion released;	/* ref hit zero: no new frame uses it */
-	/*
-	 * Frames that carry its pages as fragments (zero-copy): zc.refcnt is
-	 * 1 (the registry's) + one per such skb, dropped by zc.callback when
-	 * the stack is done with the fragments (mr.c).
-	 */
-	struct ubuf_info zc;
-	struct completion zc_idle;	/* zc.refcnt hit zero: no frame left */
+	struct mbcf_zc zc;		/* frames that carry its pages (zc.c) */
 	spinlock_t lock;		/* windows, dead */
 	u32 windows;			/* memory windows bound to it */
 	bool dead;			/* being deregistered: binds fail */
@@ -655,33 +665,8 @@ struct mbcf_mr *mbcf_mw_resolve(struct mbcf_window *win, struct mbcf_qp *qp,
 int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b);
 int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote);
 
-/*
- * Zero-copy transmit: instead of copying, reference the pages that hold the
- * bytes (get_page per piece, appended to sp), and the MR they belong to
- * (sp->zc: the frame's ubuf_info, which keeps dereg_mr waiting until the
- * stack is done with the fragments).  Same checks and errors as the
- * copies, plus -E2BIG when the pieces outnumber sp->max or come from more
- * than one MR (the caller copies instead).  On any error the caller drops
- * the references already taken (mbcf_spans_put()); on success it hands
- * them to the skb.
- */
-struct mbcf_span {
-	struct page *page;
-	u32 off, len;
-};
-
-struct mbcf_spans {
-	struct mbcf_span *v;
-	u32 n, max;
-	struct ubuf_info *zc;		/* the MR's, referenced: one MR a frame */
-};
-
-enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
-
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp);
-void mbcf_spans_put(struct mbcf_spans *sp);
-bool mbcf_mr_zc_ours(const struct ubuf_info *uarg);
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 

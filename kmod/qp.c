@@ -169,13 +169,12 @@ static void mbcf_qp_refused(struct mbcf_qp *qp,
  */
 static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 {
-	struct sk_buff_head batch;
+	struct mbcf_frames batch;
 	unsigned int rounds = 0;
 	u8 events;
 	u64 due;
 
-	__skb_queue_head_init(&batch);
-	while (!qp->tx_owner && !skb_queue_empty(&qp->txq)) {
+	while (!qp->tx_owner && mbcf_net_queued(qp)) {
 		struct mbcf_net_refused ref = {};
 
 		if (!task && rounds++ == MBCF_QP_TX_ROUNDS) {
@@ -183,7 +182,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 			break;
 		}
 		qp->tx_owner = true;
-		skb_queue_splice_init(&qp->txq, &batch);
+		mbcf_net_take(qp, &batch);
 		mbcf_mr_forget(qp);
 		spin_unlock_bh(&qp->lock);
 		mbcf_net_send(qp, &batch, &ref);
@@ -599,7 +598,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
 	spin_lock_init(&qp->lock);
 	spin_lock_init(&qp->klock);
-	skb_queue_head_init(&qp->txq);
+	mbcf_net_init_qp(qp);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
 	qp->tx_cpu = raw_smp_processor_id();
 	qp->state = IB_QPS_RESET;
@@ -703,7 +702,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	wait_for_completion(&qp->ref->idle);
 	kfree_rcu(qp->ref, rcu);	/* lookups may still read it */
 
-	__skb_queue_purge(&qp->txq);	/* nothing should be left; never leak */
+	mbcf_net_purge(qp);		/* nothing should be left; never leak */
 	mbcf_stats_retire(dev, &qp->conn.ctr);
 	mbcf_stats_retire(dev, &qp->dgram.ctr);
 	mbcf_qp_free_mem(qp);

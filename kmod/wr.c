@@ -547,7 +547,7 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more)
 	while (queued < budget && !mbcf_wr_sq_avail(qp, &n) && n) {
 		n = min(n, budget - queued);
 		for (; n; n--) {
-			if (qp->ud && skb_queue_len(&qp->txq) >= MBCF_QP_TX_BURST)
+			if (qp->ud && mbcf_net_queued(qp) >= MBCF_QP_TX_BURST)
 				goto out;
 			if (!mbcf_wr_take_send(qp))
 				goto out_max;
