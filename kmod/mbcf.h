@@ -4,21 +4,23 @@
  *
  * One struct mbcf_dev per netdev (created by `rdma link add ... type mbcf`),
  * embedding its ib_device.  Files and what they own:
- *   main.c    module init/exit ladder, `rdma link` ops, netdev notifier
- *   device.c  ib_device creation, registration, port state and attributes
+ *   main.c    module init/exit, `rdma link` ops, netdev notifier, parameters
+ *   device.c  ib_device creation, registration, port state and attributes,
+ *             the registry of live devices
  *   verbs.c   the thin verbs entry points (argument checks, hand-off)
  *   umap.c    kernel buffers user space mmaps (the rings)
  *   cq.c      completion queues: the kernel side of the CQ ring
  *   qp.c      QP verbs and the QP lock: every entry into the protocol core
- *             (verbs, doorbells, frames, timer, transmit work) takes and
- *             releases qp->lock here and nowhere else
+ *             (verbs, doorbells, frames, timer, transmit work, the stats
+ *             snapshot) takes and releases qp->lock here and nowhere else
  *   wr.c      a QP's work requests: pulls the send/receive rings, validates
  *             each request into a private copy, and everything that reads
  *             those copies (payload gather/scatter, completions, flushes)
  *   proto.c   the protocol core's environment (struct mbcf_ops): callbacks
- *             that run under qp->lock and hand off to wr.c, mr.c, net.c
- *   net.c     the only file that touches sk_buff: frames in and out
- *   stats.c   counters for `rdma statistic`
+ *             that run under qp->lock and hand off to wr.c, mr.c, net.c, zc.c
+ *   net.c     frames in and out (sk_buff): two ways to build one, one way up
+ *   zc.c      zero-copy transmit, its whole life cycle (zc.h); calls nothing
+ *   stats.c   counters for `rdma statistic`, the per-QP report
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
  *   ah.c      address handles: where UD datagrams go
@@ -142,7 +144,7 @@ struct mbcf_dev {
 	struct ib_device ibdev;		/* must be first: ib_alloc_device() */
 	struct net_device *ndev;	/* held (netdev_hold) while we live */
 	netdevice_tracker ndev_tracker;
-	struct list_head list;		/* on mbcf_main_devices */
+	struct list_head list;		/* on device.c's registry */
 	unsigned long flags;		/* enum mbcf_dev_flag */
 	atomic_t pd_count;		/* live objects, for limits + leak checks */
 	atomic_t ucontext_count;
@@ -435,13 +437,10 @@ extern bool mbcf_window_adapt;
 extern bool mbcf_quiet_tail;
 extern unsigned int mbcf_pace_slack_us;
 
-/* main.c */
-struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
-void mbcf_main_track(struct mbcf_dev *dev);
-void mbcf_main_untrack(struct mbcf_dev *dev);
-
 /* device.c */
 int mbcf_device_create(const char *ibdev_name, struct net_device *ndev);
+struct mbcf_dev *mbcf_device_get_by_netdev(struct net_device *ndev);
+void mbcf_device_unregister_all(void);
 void mbcf_device_queue_unregister(struct mbcf_dev *dev);
 void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type);
 void mbcf_device_update_speed(struct mbcf_dev *dev);
@@ -496,6 +495,12 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		const u8 *src_mac);
 void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
+/* A connected QP's sender state (stats.c). */
+struct mbcf_qp_snap {
+	struct mbcf_conn_snap c;
+	u32 sq_pull_max;
+};
+void mbcf_qp_snapshot(struct mbcf_qp *qp, struct mbcf_qp_snap *s);
 void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
 void mbcf_qp_paced(struct mbcf_qp *qp);
 
@@ -519,6 +524,7 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
 		      u32 stride, u32 max_sge);
 void mbcf_wr_free(struct mbcf_wq *q);
+void mbcf_wr_doorbell(struct mbcf_qp *qp, bool send);
 int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more);
 void mbcf_wr_fail_head(struct mbcf_qp *qp);
 bool mbcf_wr_flush(struct mbcf_qp *qp);

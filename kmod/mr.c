@@ -385,6 +385,7 @@ static struct mbcf_mr *mbcf_mr_use(struct mbcf_qp *qp, struct ib_pd *pd,
 /* Before @qp's lock is dropped: the MR kept for the hold goes. */
 void mbcf_mr_forget(struct mbcf_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->mr_hot) {
 		mbcf_mr_put(qp->mr_hot);
 		qp->mr_hot = NULL;
