@@ -9,7 +9,9 @@
  * Target memory is reached through mr.c, which checks key, PD, access and
  * bounds before touching a byte; this is where MBCF's "the receiving CPU
  * completes the operation while it receives the frame" happens.  The
- * requests' own buffers are reached through wr.c.
+ * requests' own buffers are reached through wr.c.  A frame is built by
+ * net.c, its payload copied in or, if zc.c says it is worth it, attached
+ * as the pages that hold it.
  */
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
