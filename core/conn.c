@@ -407,6 +407,18 @@ u32 mbcf_conn_outstanding(const struct mbcf_conn *c)
 	return c->req.tail - c->req.head;
 }
 
+void mbcf_conn_snapshot(const struct mbcf_conn *c, struct mbcf_conn_snap *s)
+{
+	*s = (struct mbcf_conn_snap){
+		.wnd = c->wnd, .wnd_max = c->cfg.window,
+		.srtt = c->srtt, .rttvar = c->rttvar, .rto = c->rto_cur,
+		.tx_frames = c->ctr.tx_frames, .retransmits = c->ctr.retransmits,
+		.timeouts = c->ctr.timeouts, .tail_probes = c->ctr.tail_probes,
+		.window_cuts = c->ctr.window_cuts,
+		.selective_repeats = c->ctr.selective_repeats,
+	};
+}
+
 bool mbcf_conn_progress_due(const struct mbcf_conn *c)
 {
 	if (c->req.tail == c->req.head)

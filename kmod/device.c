@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * mbcf ib_device: creation, registration, port state.
+ * mbcf ib_device: creation, registration, port state, and the registry
+ * of live devices (by netdev).
  *
  * A device lives from `rdma link add` until `rdma link delete`, the removal
  * of its netdev, or module unload.  Unregistration always ends in
@@ -8,6 +9,8 @@
  */
 #include <linux/ethtool.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/random.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
@@ -15,6 +18,51 @@
 
 #include "mbcf.h"
 #include "mbcf/wire.h"
+
+/*
+ * All live devices.  The spinlock guards the list (the netdev notifier
+ * runs under RTNL and must not sleep on anything the RDMA core may hold);
+ * the mutex serialises `rdma link add` so two adds cannot both pass the
+ * duplicate check for one netdev.
+ */
+static LIST_HEAD(mbcf_device_list);
+static DEFINE_SPINLOCK(mbcf_device_list_lock);
+static DEFINE_MUTEX(mbcf_device_add_mutex);
+
+/*
+ * Returns the registered device on @ndev with a registration reference
+ * (release with ib_device_put()), or NULL.  A device still on the list has
+ * not reached dealloc_driver, so its memory is valid for the try-get; a
+ * device being unregistered fails the try-get and is skipped.
+ */
+struct mbcf_dev *mbcf_device_get_by_netdev(struct net_device *ndev)
+{
+	struct mbcf_dev *dev, *found = NULL;
+
+	spin_lock(&mbcf_device_list_lock);
+	list_for_each_entry(dev, &mbcf_device_list, list) {
+		if (dev->ndev == ndev && ib_device_try_get(&dev->ibdev)) {
+			found = dev;
+			break;
+		}
+	}
+	spin_unlock(&mbcf_device_list_lock);
+	return found;
+}
+
+static void mbcf_device_track(struct mbcf_dev *dev)
+{
+	spin_lock(&mbcf_device_list_lock);
+	list_add_tail(&dev->list, &mbcf_device_list);
+	spin_unlock(&mbcf_device_list_lock);
+}
+
+static void mbcf_device_untrack(struct mbcf_dev *dev)
+{
+	spin_lock(&mbcf_device_list_lock);
+	list_del_init(&dev->list);
+	spin_unlock(&mbcf_device_list_lock);
+}
 
 bool mbcf_device_port_active(const struct mbcf_dev *dev)
 {
@@ -83,7 +131,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 {
 	struct mbcf_dev *dev = to_mbcf_dev(ibdev);
 
-	mbcf_main_untrack(dev);
+	mbcf_device_untrack(dev);
 	WARN_ON_ONCE(atomic_read(&dev->pd_count));
 	WARN_ON_ONCE(atomic_read(&dev->ucontext_count));
 	WARN_ON_ONCE(atomic_read(&dev->cq_count));
@@ -145,6 +193,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	/* QP numbers are not predictable from one device to the next (qp.c) */
 	dev->qp_next = get_random_u32_inclusive(MBCF_QPN_FIRST, MBCF_QPN_MASK);
+	dev->zc_retry_at = jiffies;	/* zero-copy from the start (zc.c) */
 	spin_lock_init(&dev->retired_lock);
 	spin_lock_init(&dev->linger_lock);
 	mbcf_mr_dev_init(dev);
@@ -191,7 +240,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	return dev;
 }
 
-int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
+static int mbcf_device_add(const char *ibdev_name, struct net_device *ndev)
 {
 	struct mbcf_dev *dev;
 	int err;
@@ -200,7 +249,7 @@ int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
 		return -EINVAL;
 	if (ndev->mtu < MBCF_HDR_MAX + 256)
 		return -EINVAL;
-	dev = mbcf_main_get_by_netdev(ndev);
+	dev = mbcf_device_get_by_netdev(ndev);
 	if (dev) {
 		ib_device_put(&dev->ibdev);
 		return -EEXIST;
@@ -222,7 +271,7 @@ int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
 	mbcf_device_update_speed(dev);
 	rtnl_unlock();
 	mbcf_net_start(dev);
-	mbcf_main_track(dev);
+	mbcf_device_track(dev);
 	/*
 	 * A NETDEV_UNREGISTER that ran before we were tracked found nothing
 	 * to remove; reg_state tells us it happened (it is set before the
@@ -237,4 +286,44 @@ int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
 err_dealloc:
 	ib_dealloc_device(&dev->ibdev);
 	return err;
+}
+
+/* `rdma link add NAME type mbcf netdev NDEV` */
+int mbcf_device_create(const char *ibdev_name, struct net_device *ndev)
+{
+	int err;
+
+	mutex_lock(&mbcf_device_add_mutex);
+	err = mbcf_device_add(ibdev_name, ndev);
+	mutex_unlock(&mbcf_device_add_mutex);
+	return err;
+}
+
+/*
+ * Unregister every device synchronously.  ib_unregister_device() waits for
+ * an unregistration already queued by the notifier, and the reference we
+ * take keeps the memory valid until it returns.
+ */
+void mbcf_device_unregister_all(void)
+{
+	struct mbcf_dev *dev;
+
+	for (;;) {
+		spin_lock(&mbcf_device_list_lock);
+		dev = list_first_entry_or_null(&mbcf_device_list,
+					       struct mbcf_dev, list);
+		if (dev) {
+			get_device(&dev->ibdev.dev);
+			/* ib_unregister_device() calls dealloc_driver,
+			 * which untracks; do it here too so a device whose
+			 * unregistration already ran cannot loop forever. */
+			list_del_init(&dev->list);
+			set_bit(MBCF_DEV_DYING, &dev->flags);
+		}
+		spin_unlock(&mbcf_device_list_lock);
+		if (!dev)
+			break;
+		ib_unregister_device(&dev->ibdev);
+		put_device(&dev->ibdev.dev);
+	}
 }

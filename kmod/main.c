@@ -4,18 +4,10 @@
  * netdev notifier that keeps each device's port in step with its netdev.
  */
 #include <linux/module.h>
-#include <linux/mutex.h>
-#include <linux/spinlock.h>
 #include <rdma/rdma_netlink.h>
 
 #include "mbcf.h"
 
-/*
- * All live devices.  The spinlock guards the list (the notifier runs under
- * RTNL and must not sleep on anything the RDMA core may hold); the mutex
- * serialises `rdma link add` so two adds cannot both pass the duplicate
- * check for one netdev.
- */
 unsigned int mbcf_window;
 module_param_named(window, mbcf_window, uint, 0644);
 MODULE_PARM_DESC(window, "Send-ahead window in frames for new connections (0 = from link speed)");
@@ -39,66 +31,13 @@ bool mbcf_quiet_tail;
 module_param_named(quiet_tail, mbcf_quiet_tail, bool, 0644);
 MODULE_PARM_DESC(quiet_tail, "Unsignaled writes/sends ending a burst ask for no ACK: fewer ACK frames, a system call for the next post (default N)");
 
-unsigned int mbcf_zerocopy = 1;
-module_param_named(zerocopy, mbcf_zerocopy, uint, 0644);
-MODULE_PARM_DESC(zerocopy, "Send payloads as page fragments: 0 never, 1 unless the netdev copies them (default), 2 always");
-
 unsigned int mbcf_pace_slack_us = 2000;
 module_param_named(pace_slack_us, mbcf_pace_slack_us, uint, 0644);
 MODULE_PARM_DESC(pace_slack_us, "Pacing: how late (us) the pacer's timer may be without costing a paced QP rate; made up for in bursts (0 = never: bursts of at most 2 frames)");
 
-static LIST_HEAD(mbcf_main_devices);
-static DEFINE_SPINLOCK(mbcf_main_devices_lock);
-static DEFINE_MUTEX(mbcf_main_newlink_mutex);
-
-/*
- * Returns the registered device on @ndev with a registration reference
- * (release with ib_device_put()), or NULL.  A device still on the list has
- * not reached dealloc_driver, so its memory is valid for the try-get; a
- * device being unregistered fails the try-get and is skipped.
- */
-struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev)
-{
-	struct mbcf_dev *dev, *found = NULL;
-
-	spin_lock(&mbcf_main_devices_lock);
-	list_for_each_entry(dev, &mbcf_main_devices, list) {
-		if (dev->ndev == ndev && ib_device_try_get(&dev->ibdev)) {
-			found = dev;
-			break;
-		}
-	}
-	spin_unlock(&mbcf_main_devices_lock);
-	return found;
-}
-
-void mbcf_main_track(struct mbcf_dev *dev)
-{
-	spin_lock(&mbcf_main_devices_lock);
-	list_add_tail(&dev->list, &mbcf_main_devices);
-	spin_unlock(&mbcf_main_devices_lock);
-}
-
-void mbcf_main_untrack(struct mbcf_dev *dev)
-{
-	spin_lock(&mbcf_main_devices_lock);
-	list_del_init(&dev->list);
-	spin_unlock(&mbcf_main_devices_lock);
-}
-
-static int mbcf_main_newlink(const char *ibdev_name, struct net_device *ndev)
-{
-	int err;
-
-	mutex_lock(&mbcf_main_newlink_mutex);
-	err = mbcf_device_create(ibdev_name, ndev);
-	mutex_unlock(&mbcf_main_newlink_mutex);
-	return err;
-}
-
 static struct rdma_link_ops mbcf_main_link_ops = {
 	.type = MBCF_DRV_NAME,
-	.newlink = mbcf_main_newlink,
+	.newlink = mbcf_device_create,
 };
 
 static void mbcf_main_port_changed(struct mbcf_dev *dev)
@@ -112,7 +51,7 @@ static int mbcf_main_netdev_event(struct notifier_block *nb,
 				  unsigned long event, void *ptr)
 {
 	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
-	struct mbcf_dev *dev = mbcf_main_get_by_netdev(ndev);
+	struct mbcf_dev *dev = mbcf_device_get_by_netdev(ndev);
 
 	if (!dev)
 		return NOTIFY_DONE;
@@ -138,35 +77,6 @@ static struct notifier_block mbcf_main_netdev_nb = {
 	.notifier_call = mbcf_main_netdev_event,
 };
 
-/*
- * Unregister every device synchronously.  ib_unregister_device() waits for
- * an unregistration already queued by the notifier, and the reference we
- * take keeps the memory valid until it returns.
- */
-static void mbcf_main_unregister_all(void)
-{
-	struct mbcf_dev *dev;
-
-	for (;;) {
-		spin_lock(&mbcf_main_devices_lock);
-		dev = list_first_entry_or_null(&mbcf_main_devices,
-					       struct mbcf_dev, list);
-		if (dev) {
-			get_device(&dev->ibdev.dev);
-			/* ib_unregister_device() calls dealloc_driver,
-			 * which untracks; do it here too so a device whose
-			 * unregistration already ran cannot loop forever. */
-			list_del_init(&dev->list);
-			set_bit(MBCF_DEV_DYING, &dev->flags);
-		}
-		spin_unlock(&mbcf_main_devices_lock);
-		if (!dev)
-			break;
-		ib_unregister_device(&dev->ibdev);
-		put_device(&dev->ibdev.dev);
-	}
-}
-
 static int __init mbcf_main_init(void)
 {
 	int err;
@@ -184,8 +94,8 @@ static void __exit mbcf_main_exit(void)
 {
 	rdma_link_unregister(&mbcf_main_link_ops);
 	unregister_netdevice_notifier(&mbcf_main_netdev_nb);
-	mbcf_main_unregister_all();
-	mbcf_net_unpark_all();
+	mbcf_device_unregister_all();
+	mbcf_zc_unpark_all();
 	mbcf_net_heads_free();
 	pr_info("mbcf: unloaded\n");
 }

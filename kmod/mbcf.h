@@ -4,21 +4,23 @@
  *
  * One struct mbcf_dev per netdev (created by `rdma link add ... type mbcf`),
  * embedding its ib_device.  Files and what they own:
- *   main.c    module init/exit ladder, `rdma link` ops, netdev notifier
- *   device.c  ib_device creation, registration, port state and attributes
+ *   main.c    module init/exit, `rdma link` ops, netdev notifier, parameters
+ *   device.c  ib_device creation, registration, port state and attributes,
+ *             the registry of live devices
  *   verbs.c   the thin verbs entry points (argument checks, hand-off)
  *   umap.c    kernel buffers user space mmaps (the rings)
  *   cq.c      completion queues: the kernel side of the CQ ring
  *   qp.c      QP verbs and the QP lock: every entry into the protocol core
- *             (verbs, doorbells, frames, timer, transmit work) takes and
- *             releases qp->lock here and nowhere else
+ *             (verbs, doorbells, frames, timer, transmit work, the stats
+ *             snapshot) takes and releases qp->lock here and nowhere else
  *   wr.c      a QP's work requests: pulls the send/receive rings, validates
  *             each request into a private copy, and everything that reads
  *             those copies (payload gather/scatter, completions, flushes)
  *   proto.c   the protocol core's environment (struct mbcf_ops): callbacks
- *             that run under qp->lock and hand off to wr.c, mr.c, net.c
- *   net.c     the only file that touches sk_buff: frames in and out
- *   stats.c   counters for `rdma statistic`
+ *             that run under qp->lock and hand off to wr.c, mr.c, net.c, zc.c
+ *   net.c     frames in and out (sk_buff): two ways to build one, one way up
+ *   zc.c      zero-copy transmit, its whole life cycle (zc.h); calls nothing
+ *   stats.c   counters for `rdma statistic`, the per-QP report
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
  *   frmr.c    fast registration (FRWR) of kernel consumers' memory
@@ -32,6 +34,7 @@
 #define MBCF_KMOD_H
 
 #include <linux/hrtimer.h>
+#include <linux/ktime.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
@@ -43,6 +46,7 @@
 
 #include "mbcf/core.h"
 #include "mbcf/ring.h"
+#include "zc.h"
 
 #include "compat.h"
 
@@ -144,7 +148,7 @@ struct mbcf_dev {
 	struct ib_device ibdev;		/* must be first: ib_alloc_device() */
 	struct net_device *ndev;	/* held (netdev_hold) while we live */
 	netdevice_tracker ndev_tracker;
-	struct list_head list;		/* on mbcf_main_devices */
+	struct list_head list;		/* on device.c's registry */
 	unsigned long flags;		/* enum mbcf_dev_flag */
 	atomic_t pd_count;		/* live objects, for limits + leak checks */
 	atomic_t ucontext_count;
@@ -156,7 +160,7 @@ struct mbcf_dev {
 	u32 link_mbps;			/* netdev speed, sizes the send window */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
 	bool rx_handler;		/* net.c: ndev's rx_handler is ours */
-	/* net.c: zero-copy frames were copied by the stack (veth): build
+	/* zc.c: zero-copy frames were copied by the stack (veth): build
 	 * frames with copies until then (jiffies) */
 	unsigned long zc_retry_at;
 	/* Frames dropped before a QP took them (parser, demux), and
@@ -294,6 +298,11 @@ struct mbcf_ud_addr {
 	u8 sgid[16], dgid[16];
 };
 
+/* Frames built and not yet sent: only net.c looks inside. */
+struct mbcf_frames {
+	struct sk_buff_head q;
+};
+
 /* A QP number's entry in mbcf_dev.qp_xa: lookups take a reference. */
 struct mbcf_qp_ref {
 	struct mbcf_qp *qp;
@@ -358,7 +367,7 @@ struct mbcf_qp {
 	 * context, so one frame received in softirq never costs more than a
 	 * burst.
 	 */
-	struct sk_buff_head txq;
+	struct mbcf_frames txq;
 	bool tx_owner;
 	struct work_struct tx_work;
 	/* The most send requests one call took off the ring (wr.c): at most
@@ -431,15 +440,11 @@ extern unsigned int mbcf_ack_interval;
 extern bool mbcf_window_adapt;
 extern bool mbcf_quiet_tail;
 extern unsigned int mbcf_pace_slack_us;
-extern unsigned int mbcf_zerocopy;
-
-/* main.c */
-struct mbcf_dev *mbcf_main_get_by_netdev(struct net_device *ndev);
-void mbcf_main_track(struct mbcf_dev *dev);
-void mbcf_main_untrack(struct mbcf_dev *dev);
 
 /* device.c */
 int mbcf_device_create(const char *ibdev_name, struct net_device *ndev);
+struct mbcf_dev *mbcf_device_get_by_netdev(struct net_device *ndev);
+void mbcf_device_unregister_all(void);
 void mbcf_device_queue_unregister(struct mbcf_dev *dev);
 void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type);
 void mbcf_device_update_speed(struct mbcf_dev *dev);
@@ -494,6 +499,12 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void mbcf_qp_rx(struct mbcf_dev *dev, const struct mbcf_frame *f,
 		const u8 *src_mac);
 void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum);
+/* A connected QP's sender state (stats.c). */
+struct mbcf_qp_snap {
+	struct mbcf_conn_snap c;
+	u32 sq_pull_max;
+};
+void mbcf_qp_snapshot(struct mbcf_qp *qp, struct mbcf_qp_snap *s);
 void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
 void mbcf_qp_paced(struct mbcf_qp *qp);
 
@@ -517,6 +528,7 @@ int mbcf_wr_alloc(struct mbcf_wq *q, struct ib_ucontext *uctx, bool send,
 int mbcf_wr_alloc_srq(struct mbcf_wq *q, struct ib_ucontext *uctx, u32 n,
 		      u32 stride, u32 max_sge);
 void mbcf_wr_free(struct mbcf_wq *q);
+void mbcf_wr_doorbell(struct mbcf_qp *qp, bool send);
 int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more);
 void mbcf_wr_fail_head(struct mbcf_qp *qp);
 bool mbcf_wr_flush(struct mbcf_qp *qp);
@@ -540,38 +552,48 @@ bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke);
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl);
 int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			 u8 *dst);
-struct mbcf_spans;
 int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 			  struct mbcf_spans *sp);
 
 /* proto.c */
 extern const struct mbcf_ops mbcf_proto_ops;
-u64 mbcf_proto_now(void);
+
+/* The protocol core's clock: ns, CLOCK_MONOTONIC (qp.c, pacer.c). */
+static inline u64 mbcf_proto_now(void)
+{
+	return ktime_get_ns();
+}
 
 /* stats.c */
 extern const struct ib_device_ops mbcf_stats_ops;
 void mbcf_stats_init(void);
 void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 
-/* net.c: frames in and out; the caller of _xmit holds qp->lock */
+/* net.c: frames in and out; the caller of _xmit_* holds qp->lock */
 int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
-int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
-		  const struct mbcf_payload *pl);
+/* Writes a frame's @len bytes of payload at @to (ip_append_data's getfrag). */
+typedef int (*mbcf_net_fill_t)(void *from, u8 *to, u32 len);
+int mbcf_net_xmit_fill(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+		       u32 len, mbcf_net_fill_t fill, void *from);
+int mbcf_net_xmit_pages(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+			struct mbcf_spans *sp, u32 len);
+void mbcf_net_init_qp(struct mbcf_qp *qp);
+u32 mbcf_net_queued(struct mbcf_qp *qp);
+void mbcf_net_take(struct mbcf_qp *qp, struct mbcf_frames *batch);
+void mbcf_net_purge(struct mbcf_qp *qp);
 /* The first frame of our stream a batch had refused (docs/protocol.md 7.7). */
 struct mbcf_net_refused {
 	bool any;
 	u16 epoch;
 	u32 psn;
 };
-void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
+void mbcf_net_send(struct mbcf_qp *qp, struct mbcf_frames *frames,
 		   struct mbcf_net_refused *ref);
 void mbcf_net_drop_stale(struct mbcf_qp *qp);
 int mbcf_net_send_ctl(struct mbcf_dev *dev, const u8 *dmac, const u8 *hdr,
 		      u32 hdr_len);
-void mbcf_net_zc_copied(struct mbcf_dev *dev);
 void mbcf_net_heads_free(void);
-void mbcf_net_unpark_all(void);
 
 /* mr.c */
 struct mbcf_sge;
@@ -591,13 +613,7 @@ struct mbcf_mr {
 	int access;			/* IB_ACCESS_* granted */
 	refcount_t ref;			/* registry + users + bound windows */
 	struct completion released;	/* ref hit zero: no new frame uses it */
-	/*
-	 * Frames that carry its pages as fragments (zero-copy): zc.refcnt is
-	 * 1 (the registry's) + one per such skb, dropped by zc.callback when
-	 * the stack is done with the fragments (mr.c).
-	 */
-	struct ubuf_info zc;
-	struct completion zc_idle;	/* zc.refcnt hit zero: no frame left */
+	struct mbcf_zc zc;		/* frames that carry its pages (zc.c) */
 	spinlock_t lock;		/* windows, dead */
 	u32 windows;			/* memory windows bound to it */
 	bool dead;			/* being deregistered: binds fail */
@@ -677,33 +693,8 @@ int mbcf_frmr_invalidate(struct mbcf_qp *qp, u32 key, bool remote);
 struct mbcf_mr *mbcf_frmr_resolve(struct mbcf_frmr *f, struct ib_pd *pd,
 				  u32 key, u64 va, u64 len, int access);
 
-/*
- * Zero-copy transmit: instead of copying, reference the pages that hold the
- * bytes (get_page per piece, appended to sp), and the MR they belong to
- * (sp->zc: the frame's ubuf_info, which keeps dereg_mr waiting until the
- * stack is done with the fragments).  Same checks and errors as the
- * copies, plus -E2BIG when the pieces outnumber sp->max or come from more
- * than one MR (the caller copies instead).  On any error the caller drops
- * the references already taken (mbcf_spans_put()); on success it hands
- * them to the skb.
- */
-struct mbcf_span {
-	struct page *page;
-	u32 off, len;
-};
-
-struct mbcf_spans {
-	struct mbcf_span *v;
-	u32 n, max;
-	struct ubuf_info *zc;		/* the MR's, referenced: one MR a frame */
-};
-
-enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
-
 int mbcf_mr_ref_pages(struct mbcf_qp *qp, u32 key, u64 va, u32 len, int access,
 		      struct mbcf_spans *sp);
-void mbcf_spans_put(struct mbcf_spans *sp);
-bool mbcf_mr_zc_ours(const struct ubuf_info *uarg);
 int mbcf_mr_gather_pages(struct mbcf_qp *qp, const struct mbcf_sge *sge,
 			 u32 num_sge, u32 offset, u32 len, struct mbcf_spans *sp);
 

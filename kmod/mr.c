@@ -12,17 +12,9 @@
  * byte; a copy also holds a reference, kept to the end of the QP's lock
  * hold for the next access to the same MR (mbcf_mr_use).
  *
- * Frames we send may carry an MR's pages as fragments instead of a copy
- * (net.c), and the stack reads those bytes later: when the driver DMAs
- * them, or when veth's peer copies them in its softirq.  Each such skb
- * holds a reference on the MR's embedded struct ubuf_info (zc), the
- * kernel's zero-copy mechanism (SKBFL_ZEROCOPY_FRAG, as MSG_ZEROCOPY):
- * its callback runs once per skb when the stack is done with the
- * fragments -- the skb freed after transmission or after the receiver
- * read it (veth's peer: SKBFL_DONT_ORPHAN lets the frame cross with the
- * fragments, and our receive hook there reads them in place, net.c), or
- * its fragments copied first by every path that would keep them
- * (skb_orphan_frags_rx: a packet_type handler, a clone for a packet tap).
+ * Frames we send may carry an MR's pages as fragments instead of a copy,
+ * which the stack reads later: each MR embeds its zero-copy state, and
+ * zc.c holds the whole life cycle of those frames.
  *
  * dereg_mr unpublishes the MR, drops the registry's reference and waits
  * for the copies in flight (short, never sleeping) -- after which no new
@@ -42,6 +34,7 @@
 #include <rdma/ib_umem.h>
 
 #include "mbcf.h"
+#include "zc.h"
 #include "rdma/mbcf-abi.h"
 
 #define MBCF_MR_GEN_BITS	8
@@ -51,6 +44,9 @@
 #define MBCF_MR_ACCESS		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND)
+
+/* What mbcf_mr_walk() does with each piece of a range. */
+enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
 
 static inline struct mbcf_mr *to_mbcf_mr(struct ib_mr *ibmr)
 {
@@ -165,55 +161,12 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	ib_umem_release(mr->umem);
 }
 
-/*
- * The stack is done with one skb's fragments of @uarg's MR (sent, freed,
- * or copied: !zerocopy_success), or (skb NULL) a reference is dropped that
- * no skb took.  Any context.  The last one wakes dereg_mr, which may free
- * the MR as soon as complete() returned.
- */
-static void mbcf_mr_zc_callback(struct sk_buff *skb, struct ubuf_info *uarg,
-				bool zerocopy_success)
-{
-	struct mbcf_mr *mr = container_of(uarg, struct mbcf_mr, zc);
-
-	if (!zerocopy_success)
-		mbcf_net_zc_copied(mbcf_pd_dev(mr->pd));
-	if (refcount_dec_and_test(&uarg->refcnt))
-		complete(&mr->zc_idle);
-}
-MBCF_UBUF_OPS(mbcf_mr_zc_callback);
-
-/* Is @uarg an MR's of ours (net.c parks only such frames)? */
-bool mbcf_mr_zc_ours(const struct ubuf_info *uarg)
-{
-	return mbcf_ubuf_is(uarg, mbcf_mr_zc_callback);
-}
-
-/* Drop the references mbcf_mr_ref_pages() took for a frame not built. */
-void mbcf_spans_put(struct mbcf_spans *sp)
-{
-	u32 i;
-
-	for (i = 0; i < sp->n; i++)
-		put_page(sp->v[i].page);
-	sp->n = 0;
-	if (sp->zc)
-		mbcf_mr_zc_callback(NULL, sp->zc, true);
-	sp->zc = NULL;
-}
-
 /* Make a fully set up MR visible to lookups. */
 static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
-	mbcf_ubuf_set_complete(&mr->zc, mbcf_mr_zc_callback);
-	/* DONT_ORPHAN: a forward to a receive path (veth) keeps the
-	 * fragments instead of copying them; we are called back when the
-	 * last holder is done, as for io_uring's zero-copy sends. */
-	mr->zc.flags = SKBFL_ZEROCOPY_FRAG | SKBFL_DONT_ORPHAN;
-	refcount_set(&mr->zc.refcnt, 1);	/* the registry's */
-	init_completion(&mr->zc_idle);
+	mbcf_zc_init(&mr->zc, dev);
 	spin_lock_init(&mr->lock);
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
@@ -284,47 +237,6 @@ void mbcf_mr_put(struct mbcf_mr *mr)
 }
 
 /*
- * Wait until no frame carries the MR's pages.  The stack lets go of them
- * when the netdev has sent the frame, or dropped it, or copied it (veth
- * does at once), so this normally takes microseconds, or as long as a
- * queue discipline holds frames back (netem, a rate limit).  A netdev
- * that holds frames indefinitely (a stuck driver, pause frames without
- * end) keeps us waiting: it lets go when it is brought down (qdiscs and
- * rings are flushed) or its watchdog resets it.  Returning earlier would
- * let the process's later writes to the memory leave in those frames, so
- * we wait -- uninterruptibly: dereg_mr of a dying process must not fail
- * (the RDMA core would retry it until it gives up with a WARN) -- and say
- * every MBCF_MR_DRAIN_WARN what we wait for, instead of leaving it to the
- * hung task detector.
- */
-#define MBCF_MR_DRAIN_WARN	(30 * HZ)
-
-/*
- * A delivered frame may sit parked for the CPU that built it (net.c);
- * one a receiver is delivering as we start may be parked after our first
- * look, on a CPU that builds nothing more: look again every
- * MBCF_MR_DRAIN_PARKED.
- */
-#define MBCF_MR_DRAIN_PARKED	max(1, HZ / 100)
-
-static void mbcf_mr_drain(struct mbcf_dev *dev, struct mbcf_mr *mr)
-{
-	unsigned long warn = jiffies + MBCF_MR_DRAIN_WARN;
-
-	for (;;) {
-		mbcf_net_unpark_all();
-		if (wait_for_completion_timeout(&mr->zc_idle,
-						MBCF_MR_DRAIN_PARKED))
-			return;
-		if (time_after(jiffies, warn)) {
-			netdev_warn(dev->ndev, "mbcf: dereg_mr of key 0x%x waits for %u frames still queued for transmission\n",
-				    mr->key, refcount_read(&mr->zc.refcnt));
-			warn = jiffies + MBCF_MR_DRAIN_WARN;
-		}
-	}
-}
-
-/*
  * Also called for each live MR when a process dies.  EBUSY while memory
  * windows are bound to it (verbs); the RDMA core retries after it has
  * deallocated the windows, so teardown always completes.
@@ -357,8 +269,7 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	wait_for_completion(&mr->released);
 	/* No new frame takes the pages now (that needs mr->ref); wait for
 	 * those in flight, before the pages are unpinned. */
-	mbcf_mr_zc_callback(NULL, &mr->zc, true);
-	mbcf_mr_drain(dev, mr);
+	mbcf_zc_drain(&mr->zc, mr->key);
 	mbcf_mr_unpin(dev, mr);
 	mbcf_res_put(dev, mr->owner, MBCF_RES_MR);
 	kfree_rcu(mr, rcu);
@@ -479,6 +390,7 @@ static struct mbcf_mr *mbcf_mr_use(struct mbcf_qp *qp, struct ib_pd *pd,
 /* Before @qp's lock is dropped: the MR kept for the hold goes. */
 void mbcf_mr_forget(struct mbcf_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->mr_hot) {
 		mbcf_mr_put(qp->mr_hot);
 		qp->mr_hot = NULL;
@@ -538,10 +450,8 @@ static int mbcf_mr_walk(struct mbcf_mr *mr, u64 off, u32 len,
 			buf += n;
 			break;
 		case MBCF_MR_REF:
-			if (sp->n == sp->max)
+			if (mbcf_zc_add(sp, page, in_page, n))
 				return -E2BIG;
-			get_page(page);
-			sp->v[sp->n++] = (struct mbcf_span){ page, in_page, n };
 			break;
 		case MBCF_MR_CHECK:
 			break;
@@ -606,14 +516,10 @@ static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
 	if (op == MBCF_MR_REF) {
 		struct mbcf_spans *sp = arg;
 
-		/* One ubuf_info per skb: pages of a second MR are copied.  The
-		 * reference on mr->ref (ours, or qp->mr_hot's) keeps zc.refcnt
-		 * above zero (dereg drops the registry's only once mr->ref hit
-		 * zero). */
-		if (!sp->zc) {
-			refcount_inc(&mr->zc.refcnt);
-			sp->zc = &mr->zc;
-		} else if (sp->zc != &mr->zc) {
+		/* One MR a frame.  The reference on mr->ref (ours, or
+		 * qp->mr_hot's) keeps the zero-copy count above zero
+		 * (dereg drops the registry's only once mr->ref hit zero). */
+		if (mbcf_zc_hold(sp, &mr->zc)) {
 			if (own)
 				mbcf_mr_put(mr);
 			return -E2BIG;

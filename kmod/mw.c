@@ -150,10 +150,12 @@ const struct ib_device_ops mbcf_mw_ops = {
  * caller checks next cannot change under it.
  */
 static struct mbcf_window *mbcf_mw_lock(struct mbcf_dev *dev, u32 rkey)
+	__acquires(&win->lock)
 {
 	void *e = xa_load(&dev->mr_xa, rkey >> 8);
 	struct mbcf_window *win;
 
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "mbcf_mw_lock without RCU");
 	if (xa_pointer_tag(e) != MBCF_MR_TAG_MW)
 		return NULL;
 	win = xa_untag_pointer(e);

@@ -1,28 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Frames in and out: the only file that touches sk_buff.
+ * Frames in and out: with zc.c, the only file that touches sk_buff.
  *
  * Receive: a packet_type handler for EtherType 0x88B5 on the device's
  * netdev (and on a veth its rx_handler, mbcf_net_rx_handler) parses the
- * MBCF header in place and hands the frame to the QP it names (proto.c),
- * which applies it to target memory right here in NET_RX softirq: no
- * receive buffering, no thread hop.
+ * MBCF header in place and hands the frame up to the QP it names
+ * (mbcf_qp_rx), which applies it to target memory right here in NET_RX
+ * softirq: no receive buffering, no thread hop.
  *
- * Transmit: one skb per frame: Ethernet and MBCF headers in its head, and
- * the payload either as fragments referencing the registered pages of one
- * MR (zero-copy: the NIC reads them, or on veth our peer's rx_handler; a
- * packet tap or a packet_type receiver copies them, see mbcf_net_attach,
- * and then we copy ourselves for a while, see mbcf_net_zc_copied) or,
- * when short, from several MRs or scattered over too many pieces, copied
- * in behind them;
- * wr.c says where a request's bytes are.  The core builds frames under the QP
- * lock (mbcf_net_xmit queues them on the QP); qp.c hands them to the
- * netdev once the lock is dropped (mbcf_net_send).  A frame to our own MAC
- * (both QPs on this device) is delivered at once (mbcf_net_loop), with no
- * QP lock held.  A frame the link refuses (a full queue: veth says
- * NET_XMIT_DROP when its peer's backlog is full) is reported to the core
- * with its psn, and nothing of the stream behind it is sent (qp.c,
- * docs/protocol.md 7.7).
+ * Transmit: one skb per frame, Ethernet and MBCF headers in its head, and
+ * the payload either written in behind them by the caller's fill callback
+ * (mbcf_net_xmit_fill) or attached as page fragments of one MR
+ * (mbcf_net_xmit_pages, zc.c); proto.c chooses.  The core builds frames
+ * under the QP lock, queued on the QP; qp.c hands them to the netdev once
+ * the lock is dropped (mbcf_net_send).  A frame to our own MAC (both QPs
+ * on this device) is delivered at once (mbcf_net_loop), with no QP lock
+ * held.  A frame the link refuses (a full queue: veth says NET_XMIT_DROP
+ * when its peer's backlog is full) is reported to the core with its psn,
+ * and nothing of the stream behind it is sent (qp.c, docs/protocol.md
+ * 7.7).
  *
  * Every frame the handler accepts as ours is counted in rx_frames and then
  * gets exactly one verdict counter (include/mbcf/counters.h).
@@ -35,10 +31,11 @@
 #include <linux/skbuff.h>
 
 #include "mbcf.h"
+#include "zc.h"
 
 /*
  * A frame whose payload is not right behind its header (a zero-copy frame
- * from mbcf_net_attach(), or a driver's page fragments): describe it to the
+ * from mbcf_net_xmit_pages(), or a driver's page fragments): describe it to the
  * core in pieces -- the linear rest, then each fragment mapped -- rather
  * than copy it together.  Returns the number of pieces, or 0 if the skb
  * must be linearised (frag list; a multi-page fragment under HIGHMEM).
@@ -84,90 +81,6 @@ static void mbcf_net_unmap(const struct sk_buff *skb,
 }
 
 /*
- * A zero-copy frame from a peer on this machine (a veth) is freed here,
- * by its receiver, though its sender's CPU allocated it: the sk_buff goes
- * back to a slab of the other CPU, whose next allocations then take
- * SLUB's slow path (at 64 KiB a fifth of the sender's vCPU, half of it
- * building new slabs), and the frees are half the receiver's kernel time.
- * So such a frame is parked on a lock-free list of the CPU that built it
- * (skb->alloc_cpu), as TCP does with skb_attempt_defer_free() (not
- * exported), and that CPU frees its list the next time it builds or
- * receives a frame of ours -- in a stream, when it takes the ACK that
- * covers the frame -- into its cache of sk_buffs, from which it builds
- * the next frames (mbcf_net_alloc_head).  A list holds
- * MBCF_NET_PARKED_MAX frames at most (a CPU that stopped sending holds no
- * more than that); beyond it, and for a CPU gone offline, the receiver
- * frees the frame itself.  dereg_mr empties every list before it waits
- * for the MR's frames (mbcf_net_unpark_all), and again while it waits.
- * Only our frames (the MR's ubuf_info): a list holds nothing but frames
- * whose MR dereg_mr drains.
- */
-#define MBCF_NET_PARKED_MAX	256
-
-struct mbcf_net_parked {
-	struct llist_head list;
-	atomic_t n;
-} ____cacheline_aligned_in_smp;
-
-static DEFINE_PER_CPU(struct mbcf_net_parked, mbcf_net_parked);
-
-static void mbcf_net_unpark(struct mbcf_net_parked *pk)
-{
-	struct llist_node *node = llist_del_all(&pk->list);
-	int n = 0;
-
-	while (node) {
-		struct sk_buff *skb = llist_entry(node, struct sk_buff, ll_node);
-
-		node = node->next;
-		napi_consume_skb(skb, 1);	/* BH off: budget 1 */
-		n++;
-	}
-	atomic_sub(n, &pk->n);
-}
-
-/* This CPU's parked frames, if any.  With BH off. */
-static void mbcf_net_unpark_here(void)
-{
-	struct mbcf_net_parked *pk = this_cpu_ptr(&mbcf_net_parked);
-
-	if (!llist_empty(&pk->list))
-		mbcf_net_unpark(pk);
-}
-
-/* Every CPU's (dereg_mr, module unload).  Process context. */
-void mbcf_net_unpark_all(void)
-{
-	int cpu;
-
-	local_bh_disable();
-	for_each_possible_cpu(cpu)
-		mbcf_net_unpark(per_cpu_ptr(&mbcf_net_parked, cpu));
-	local_bh_enable();
-}
-
-static void mbcf_net_consume(struct mbcf_dev *dev, struct sk_buff *skb)
-{
-	struct ubuf_info *uarg = skb_zcopy(skb);
-	unsigned int cpu = skb->alloc_cpu;
-	struct mbcf_net_parked *pk;
-
-	if (!uarg || !mbcf_mr_zc_ours(uarg) ||
-	    cpu == smp_processor_id() || cpu >= nr_cpu_ids || !cpu_online(cpu))
-		goto free;
-	pk = per_cpu_ptr(&mbcf_net_parked, cpu);
-	if (atomic_inc_return(&pk->n) > MBCF_NET_PARKED_MAX) {
-		atomic_dec(&pk->n);
-		goto free;
-	}
-	llist_add(&skb->ll_node, &pk->list);
-	this_cpu_inc(dev->rx_ctr->rx_zc_parked);
-	return;
-free:
-	consume_skb(skb);
-}
-
-/*
  * One frame of ours, its MBCF header at skb->data: parse, describe the
  * payload, apply it to the QP it names.  Consumes the skb.  In softirq or
  * with bottom halves off.
@@ -203,8 +116,8 @@ static int mbcf_net_deliver(struct mbcf_dev *dev, struct sk_buff *skb)
 	mbcf_qp_rx(dev, &f, eth_hdr(skb)->h_source);
 	if (!f.payload)
 		mbcf_net_unmap(skb, &f);
-	mbcf_net_consume(dev, skb);
-	mbcf_net_unpark_here();
+	mbcf_zc_consume(dev, skb);
+	mbcf_zc_unpark_here();
 	return NET_RX_SUCCESS;
 
 drop_nomem:
@@ -289,7 +202,6 @@ static bool mbcf_net_is_veth(const struct net_device *ndev)
 
 int mbcf_net_start(struct mbcf_dev *dev)
 {
-	dev->zc_retry_at = jiffies;
 	dev->ptype.type = htons(MBCF_ETHERTYPE);
 	dev->ptype.dev = dev->ndev;
 	dev->ptype.func = mbcf_net_rcv;
@@ -315,80 +227,6 @@ void mbcf_net_stop(struct mbcf_dev *dev)
 	if (dev->ptype.func)
 		dev_remove_pack(&dev->ptype);
 	dev->ptype.func = NULL;
-}
-
-/* Payloads at least this long travel as page fragments (no copy). */
-#define MBCF_NET_ZC_MIN		256
-
-/*
- * The stack copied a zero-copy frame of this device (the MR's ubuf_info
- * callback says so, as MSG_ZEROCOPY's SO_EE_CODE_ZEROCOPY_COPIED does):
- * a packet tap does, and so does the receive path of a veth peer where
- * our rx_handler is not (another driver holds the slot).  Then
- * copying the payload into the skb head we allocate anyway is cheaper
- * than the stack's copy, which allocates a page per frame besides: build
- * frames with copies for MBCF_NET_ZC_RETRY, then try zero-copy again (the
- * tap may be gone).  On veth that costs one burst of zero-copy frames a
- * second.
- */
-#define MBCF_NET_ZC_RETRY	HZ
-
-void mbcf_net_zc_copied(struct mbcf_dev *dev)
-{
-	unsigned long at = jiffies + MBCF_NET_ZC_RETRY;
-
-	this_cpu_inc(dev->rx_ctr->tx_zc_copied);	/* any context */
-	if (READ_ONCE(dev->zc_retry_at) != at)
-		WRITE_ONCE(dev->zc_retry_at, at);
-}
-
-/* Module parameter zerocopy: 0 never, 1 as above, 2 always (tests). */
-static bool mbcf_net_zc_ok(const struct mbcf_dev *dev)
-{
-	unsigned int zc = READ_ONCE(mbcf_zerocopy);
-
-	if (zc != 1)
-		return zc;
-	return time_after_eq(jiffies, READ_ONCE(dev->zc_retry_at));
-}
-
-/*
- * Zero-copy: attach the registered pages holding the payload to @skb as
- * fragments, each holding a page reference until the frame is freed, and
- * the skb to their MR's struct ubuf_info (SKBFL_ZEROCOPY_FRAG): the stack
- * calls it back once it is done with the fragments, which is what
- * dereg_mr waits for (mr.c).  The flags also make every path that would
- * keep the fragments -- a clone for a packet tap, a packet_type receiver
- * -- copy them first (skb_orphan_frags_rx); veth lets them cross
- * (SKBFL_DONT_ORPHAN) to its peer, whose receiver reads and frees them.
- * SKBFL_SHARED_FRAG tells the stack the bytes may change under it (user
- * memory: a checksum over them is taken from a copy).  Returns -E2BIG
- * (too many pieces, or more than one MR; the caller copies instead) or
- * another error from the MR lookup.
- */
-static int mbcf_net_attach(struct mbcf_qp *qp, const struct mbcf_payload *pl,
-			   struct sk_buff *skb)
-{
-	struct mbcf_span v[MAX_SKB_FRAGS];
-	struct mbcf_spans sp = { .v = v, .max = ARRAY_SIZE(v) };
-	int err;
-	u32 i;
-
-	err = mbcf_wr_payload_pages(qp, pl, &sp);
-	if (err || !sp.zc) {
-		mbcf_spans_put(&sp);
-		return err ?: -E2BIG;
-	}
-	for (i = 0; i < sp.n; i++)
-		skb_fill_page_desc(skb, i, v[i].page, v[i].off, v[i].len);
-	skb->len += pl->len;
-	skb->data_len = pl->len;
-	skb->truesize += pl->len;
-	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
-	/* the reference sp.zc holds becomes the skb's */
-	skb_zcopy_init(skb, sp.zc);
-	this_cpu_inc(qp->dev->rx_ctr->tx_zc_frames);
-	return 0;
 }
 
 /*
@@ -508,7 +346,7 @@ static struct sk_buff *mbcf_net_alloc_head(struct mbcf_dev *dev, u32 len)
 		return alloc_skb(len, GFP_ATOMIC);
 	local_bh_disable();
 	/* first: the parked frames' heads may free a page of ours */
-	mbcf_net_unpark_here();
+	mbcf_zc_unpark_here();
 	data = mbcf_net_head_frag(size);
 	if (!data) {
 		this_cpu_inc(dev->rx_ctr->tx_head_miss);
@@ -587,39 +425,85 @@ static void mbcf_net_flow(const struct mbcf_qp *qp, struct sk_buff *skb)
 #endif
 }
 
-/*
- * Build one frame and queue it on qp->txq (caller holds qp->lock).
- * Returns 0, -ENOMEM (nothing queued: like a lost frame, go-back-N
- * recovers) or -EFAULT: the payload's memory is no longer registered
- * (nothing queued: no byte of it may leave, not even as zeroes).
- */
-int mbcf_net_xmit(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
-		  const struct mbcf_payload *pl)
+/* A frame built under qp->lock, to be sent once it is dropped. */
+static void mbcf_net_queue(struct mbcf_qp *qp, struct sk_buff *skb)
 {
-	u32 plen = pl ? pl->len : 0;
-	struct sk_buff *skb;
+	mbcf_net_flow(qp, skb);
+	__skb_queue_tail(&qp->txq.q, skb);
+}
 
-	if (plen >= MBCF_NET_ZC_MIN && mbcf_net_zc_ok(qp->dev) &&
-	    mbcf_wr_payload_in_pages(qp, pl)) {
-		skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, 0);
-		if (!skb)
-			return -ENOMEM;
-		if (!mbcf_net_attach(qp, pl, skb))
-			goto queue;
-		/* Too many pieces, or an access error the copy reports. */
-		kfree_skb(skb);
-	}
-	skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, plen);
+/*
+ * Build one frame and queue it on the QP (caller holds qp->lock), its
+ * payload @len bytes that @fill writes into the frame's head, as
+ * ip_append_data's getfrag does.  Returns 0, -ENOMEM (nothing queued:
+ * like a lost frame, go-back-N recovers) or @fill's error (nothing
+ * queued).
+ */
+int mbcf_net_xmit_fill(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+		       u32 len, mbcf_net_fill_t fill, void *from)
+{
+	struct sk_buff *skb;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, len);
 	if (!skb)
 		return -ENOMEM;
-	if (plen && unlikely(mbcf_wr_payload_copy(qp, pl, skb_put(skb, plen)))) {
-		kfree_skb(skb);
-		return -EFAULT;
+	if (len) {
+		err = fill(from, skb_put(skb, len), len);
+		if (unlikely(err)) {
+			kfree_skb(skb);
+			return err;
+		}
 	}
-queue:
-	mbcf_net_flow(qp, skb);
-	__skb_queue_tail(&qp->txq, skb);
+	mbcf_net_queue(qp, skb);
 	return 0;
+}
+
+/*
+ * The same, its payload the @len bytes of @sp's pages, attached as
+ * fragments (zc.c): the references become the frame's.  Returns 0, or
+ * -ENOMEM with @sp still the caller's.
+ */
+int mbcf_net_xmit_pages(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
+			struct mbcf_spans *sp, u32 len)
+{
+	struct sk_buff *skb;
+
+	lockdep_assert_held(&qp->lock);
+	skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, 0);
+	if (!skb)
+		return -ENOMEM;
+	mbcf_zc_attach(skb, sp, len);
+	mbcf_net_queue(qp, skb);
+	return 0;
+}
+
+/* The QP's queue of frames built and not yet sent (qp.c, at create). */
+void mbcf_net_init_qp(struct mbcf_qp *qp)
+{
+	skb_queue_head_init(&qp->txq.q);
+}
+
+/* How many frames wait on the QP (qp->lock held). */
+u32 mbcf_net_queued(struct mbcf_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	return skb_queue_len(&qp->txq.q);
+}
+
+/* Move them to @batch, to be sent with qp->lock dropped (mbcf_net_send). */
+void mbcf_net_take(struct mbcf_qp *qp, struct mbcf_frames *batch)
+{
+	lockdep_assert_held(&qp->lock);
+	__skb_queue_head_init(&batch->q);
+	skb_queue_splice_init(&qp->txq.q, &batch->q);
+}
+
+/* Destroy: frames never sent (none should be left; never leak). */
+void mbcf_net_purge(struct mbcf_qp *qp)
+{
+	__skb_queue_purge(&qp->txq.q);
 }
 
 /*
@@ -728,7 +612,7 @@ static bool mbcf_net_frame_seq(const struct mbcf_qp *qp,
  * receiver: the core goes back to the refused one, docs/protocol.md 7.7);
  * control frames still go.
  */
-void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
+void mbcf_net_send(struct mbcf_qp *qp, struct mbcf_frames *frames,
 		   struct mbcf_net_refused *ref)
 {
 	struct net_device *ndev = qp->dev->ndev;
@@ -737,7 +621,7 @@ void mbcf_net_send(struct mbcf_qp *qp, struct sk_buff_head *frames,
 	u16 epoch;
 	u32 psn;
 
-	while ((skb = __skb_dequeue(frames))) {
+	while ((skb = __skb_dequeue(&frames->q))) {
 		/* A netdev that is down (or going away) sends nothing; nor do we
 		 * (its queues may already be gone: "selects TX queue 0, but real
 		 * number of TX queues is 0").  Like a lost frame. */
@@ -771,10 +655,11 @@ void mbcf_net_drop_stale(struct mbcf_qp *qp)
 	u16 epoch;
 	u32 psn;
 
-	skb_queue_walk_safe(&qp->txq, skb, tmp) {
+	lockdep_assert_held(&qp->lock);
+	skb_queue_walk_safe(&qp->txq.q, skb, tmp) {
 		if (mbcf_net_frame_seq(qp, skb, &psn, &epoch) &&
 		    epoch != qp->conn.tx_epoch) {
-			__skb_unlink(skb, &qp->txq);
+			__skb_unlink(skb, &qp->txq.q);
 			this_cpu_inc(qp->dev->rx_ctr->tx_withdrawn);
 			kfree_skb(skb);
 		}

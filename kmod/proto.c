@@ -9,13 +9,16 @@
  * Target memory is reached through mr.c, which checks key, PD, access and
  * bounds before touching a byte; this is where MBCF's "the receiving CPU
  * completes the operation while it receives the frame" happens.  The
- * requests' own buffers are reached through wr.c.
+ * requests' own buffers are reached through wr.c.  A frame is built by
+ * net.c, its payload copied in or, if zc.c says it is worth it, attached
+ * as the pages that hold it.
  */
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/lockdep.h>
 
 #include "mbcf.h"
+#include "zc.h"
 
 static struct mbcf_qp *mbcf_proto_qp(void *env)
 {
@@ -23,11 +26,6 @@ static struct mbcf_qp *mbcf_proto_qp(void *env)
 
 	lockdep_assert_held(&qp->lock);
 	return qp;
-}
-
-u64 mbcf_proto_now(void)
-{
-	return ktime_get_ns();
 }
 
 static int mbcf_proto_status(int err)
@@ -41,6 +39,40 @@ static bool mbcf_proto_qp_allows(struct mbcf_qp *qp, int access)
 	return (qp->attr.qp_access_flags & access) == access;
 }
 
+/* A payload's bytes, copied into the frame (net.c's fill callback). */
+struct mbcf_proto_payload {
+	struct mbcf_qp *qp;
+	const struct mbcf_payload *pl;
+};
+
+static int mbcf_proto_fill(void *from, u8 *to, u32 len)
+{
+	struct mbcf_proto_payload *p = from;
+
+	return mbcf_wr_payload_copy(p->qp, p->pl, to) ? -EFAULT : 0;
+}
+
+/*
+ * A payload's pages as the frame's fragments (zc.c), if they are one
+ * MR's and few enough: 0, -ENOMEM (nothing queued), or anything else to
+ * copy instead (too many pieces, or an access error the copy reports).
+ */
+static int mbcf_proto_xmit_pages(struct mbcf_qp *qp, const u8 *hdr,
+				 u32 hdr_len, const struct mbcf_payload *pl)
+{
+	struct mbcf_spans sp;
+	int err;
+
+	mbcf_zc_spans_init(&sp);
+	err = mbcf_wr_payload_pages(qp, pl, &sp);
+	if (!err && sp.zc)
+		err = mbcf_net_xmit_pages(qp, hdr, hdr_len, &sp, pl->len);
+	else
+		err = err ?: -E2BIG;
+	mbcf_zc_spans_put(&sp);		/* what no frame took */
+	return err;
+}
+
 /*
  * A frame for the netdev, queued on the QP and sent by qp.c once the lock
  * is dropped.  Sequenced frames are refused as busy beyond a burst: the
@@ -50,17 +82,26 @@ static bool mbcf_proto_qp_allows(struct mbcf_qp *qp, int access)
  * fails (MBCF_XMIT_FAULT): the core completes the request it belongs to
  * with LOC_PROT_ERR, or NAKs the read whose response it was (remote
  * access error: the requester learns at once) -- a header-only frame.
+ * Running out of memory loses the frame (go-back-N recovers).
  */
 static int mbcf_proto_xmit(void *env, const u8 *hdr, u32 hdr_len,
 			   const struct mbcf_payload *pl)
 {
 	struct mbcf_qp *qp = mbcf_proto_qp(env);
+	struct mbcf_proto_payload from = { qp, pl };
+	u32 plen = pl ? pl->len : 0;
 	int err;
 
-	if (skb_queue_len(&qp->txq) >= MBCF_QP_TX_BURST &&
+	if (mbcf_net_queued(qp) >= MBCF_QP_TX_BURST &&
 	    mbcf_wire_op_sequenced(hdr[MBCF_OFF_OPCODE]))
 		return -EBUSY;
-	err = mbcf_net_xmit(qp, hdr, hdr_len, pl);
+	if (plen && mbcf_zc_worth(qp->dev, plen) &&
+	    mbcf_wr_payload_in_pages(qp, pl)) {
+		err = mbcf_proto_xmit_pages(qp, hdr, hdr_len, pl);
+		if (!err || err == -ENOMEM)
+			return 0;	/* sent, or lost like a dropped frame */
+	}
+	err = mbcf_net_xmit_fill(qp, hdr, hdr_len, plen, mbcf_proto_fill, &from);
 	if (err == -EFAULT) {
 		qp->pend |= MBCF_QP_PEND_ERROR;
 		return MBCF_XMIT_FAULT;

@@ -44,9 +44,17 @@ static void mbcf_qp_event(struct mbcf_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
-/* The asynchronous events recorded in qp->pend (no lock held). */
-static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events)
+/*
+ * The asynchronous events recorded in qp->pend (no lock held).  A broken
+ * SRQ ring (wr.c) also fails the SRQ's other QPs, from process context
+ * (srq.c), even if this QP is being destroyed.
+ */
+static void mbcf_qp_raise(struct mbcf_qp *qp, u8 events, bool dying)
 {
+	if (events & MBCF_QP_PEND_SRQ_ERR)
+		mbcf_srq_broken(qp->srq);
+	if (dying)
+		return;
 	if (events & MBCF_QP_PEND_SRQ_ERR)
 		mbcf_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
 	if (events & MBCF_QP_PEND_SRQ_LIMIT)
@@ -78,6 +86,7 @@ static void mbcf_qp_defer(struct mbcf_qp *qp)
  */
 static void mbcf_qp_to_error(struct mbcf_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->conn.state == MBCF_CONN_RTS)
 		mbcf_conn_flush(&qp->conn);
 	if (qp->pend & MBCF_QP_PEND_WQE)
@@ -101,6 +110,7 @@ static void mbcf_qp_settle(struct mbcf_qp *qp, u64 now)
 {
 	bool more = false;
 
+	lockdep_assert_held(&qp->lock);
 	if (qp->state == IB_QPS_RTS && !(qp->pend & ~MBCF_QP_PEND_EVENTS) &&
 	    mbcf_wr_pull_sq(qp, &more) > 0 && !qp->ud) {
 		mbcf_conn_kick(&qp->conn, now);
@@ -133,6 +143,7 @@ static void mbcf_qp_kick(struct mbcf_qp *qp)
 {
 	u64 now = mbcf_proto_now();
 
+	lockdep_assert_held(&qp->lock);
 	if (!qp->dying && qp->conn.state == MBCF_CONN_RTS)
 		mbcf_conn_kick(&qp->conn, now);
 	mbcf_qp_settle(qp, now);
@@ -148,6 +159,7 @@ static void mbcf_qp_refused(struct mbcf_qp *qp,
 {
 	u64 now = mbcf_proto_now();
 
+	lockdep_assert_held(&qp->lock);
 	if (qp->dying || qp->conn.state != MBCF_CONN_RTS)
 		return;
 	mbcf_conn_refused(&qp->conn, ref->psn, ref->epoch, now);
@@ -168,14 +180,16 @@ static void mbcf_qp_refused(struct mbcf_qp *qp,
  * the lock.
  */
 static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
+	__releases(&qp->lock)
 {
-	struct sk_buff_head batch;
+	struct mbcf_frames batch;
 	unsigned int rounds = 0;
+	bool dying;
 	u8 events;
 	u64 due;
 
-	__skb_queue_head_init(&batch);
-	while (!qp->tx_owner && !skb_queue_empty(&qp->txq)) {
+	lockdep_assert_held(&qp->lock);
+	while (!qp->tx_owner && mbcf_net_queued(qp)) {
 		struct mbcf_net_refused ref = {};
 
 		if (!task && rounds++ == MBCF_QP_TX_ROUNDS) {
@@ -183,7 +197,7 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 			break;
 		}
 		qp->tx_owner = true;
-		skb_queue_splice_init(&qp->txq, &batch);
+		mbcf_net_take(qp, &batch);
 		mbcf_mr_forget(qp);
 		spin_unlock_bh(&qp->lock);
 		mbcf_net_send(qp, &batch, &ref);
@@ -204,12 +218,13 @@ static void mbcf_qp_unlock(struct mbcf_qp *qp, bool task)
 	/* paced, and the next frame is not due yet: the pacer kicks us */
 	if (qp->rate_kbps && mbcf_conn_pace_due(&qp->conn, &due))
 		mbcf_pacer_wait(qp, due);
-	events = qp->dying ? 0 : qp->pend & MBCF_QP_PEND_EVENTS;
+	events = qp->pend & MBCF_QP_PEND_EVENTS;
+	dying = qp->dying;
 	qp->pend &= ~MBCF_QP_PEND_EVENTS;
 	mbcf_mr_forget(qp);
 	spin_unlock_bh(&qp->lock);
 	if (unlikely(events))
-		mbcf_qp_raise(qp, events);
+		mbcf_qp_raise(qp, events, dying);
 }
 
 /*
@@ -372,6 +387,19 @@ void mbcf_qp_stats_sum(struct mbcf_dev *dev, struct mbcf_counters *sum)
 	rcu_read_unlock();
 }
 
+/*
+ * One connected QP's sender state, for `rdma res show qp -dd` (stats.c):
+ * what the device-wide counters cannot tell -- which QP retransmits, at
+ * what window and timeout (docs/protocol.md 4.3, 7.1).
+ */
+void mbcf_qp_snapshot(struct mbcf_qp *qp, struct mbcf_qp_snap *s)
+{
+	spin_lock_bh(&qp->lock);
+	mbcf_conn_snapshot(&qp->conn, &s->c);
+	s->sq_pull_max = qp->sq_pull_max;
+	spin_unlock_bh(&qp->lock);
+}
+
 /* ---- doorbells ------------------------------------------------------- */
 
 int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
@@ -392,7 +420,7 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	this_cpu_inc(qp->dev->rx_ctr->sq_doorbells);
 	spin_lock_bh(&qp->lock);
-	mbcf_ring_consumer_busy(&qp->sq.ring);
+	mbcf_wr_doorbell(qp, true);
 	mbcf_qp_settle(qp, mbcf_proto_now());
 	mbcf_qp_unlock(qp, true);
 	return 0;
@@ -415,7 +443,7 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return wr ? -EOPNOTSUPP : -EINVAL;
 	}
 	spin_lock_bh(&qp->lock);
-	mbcf_ring_consumer_busy(&qp->rq.ring);
+	mbcf_wr_doorbell(qp, false);
 	if (qp->conn.state == MBCF_CONN_RTS)
 		mbcf_conn_recv_posted(&qp->conn, now);	/* GO after a STOP */
 	mbcf_qp_settle(qp, now);
@@ -599,7 +627,7 @@ int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
 	spin_lock_init(&qp->lock);
 	spin_lock_init(&qp->klock);
-	skb_queue_head_init(&qp->txq);
+	mbcf_net_init_qp(qp);
 	INIT_WORK(&qp->tx_work, mbcf_qp_tx_work);
 	qp->tx_cpu = raw_smp_processor_id();
 	qp->state = IB_QPS_RESET;
@@ -702,7 +730,7 @@ int mbcf_qp_destroy(struct ib_qp *ibqp, struct ib_udata *udata)
 	wait_for_completion(&qp->ref->idle);
 	kfree_rcu(qp->ref, rcu);	/* lookups may still read it */
 
-	__skb_queue_purge(&qp->txq);	/* nothing should be left; never leak */
+	mbcf_net_purge(qp);		/* nothing should be left; never leak */
 	mbcf_stats_retire(dev, &qp->conn.ctr);
 	mbcf_stats_retire(dev, &qp->dgram.ctr);
 	mbcf_qp_free_mem(qp);

@@ -63,8 +63,9 @@ static void mbcf_srq_wake_work(struct work_struct *work)
 }
 
 /*
- * A QP found the ring broken (wr.c, under its lock, maybe in softirq): the
- * other attached QPs fail from process context.
+ * A QP found the ring broken (wr.c, told through qp->pend: qp.c calls this
+ * once the QP's lock is dropped, maybe in softirq): the other attached QPs
+ * fail from process context.
  */
 void mbcf_srq_broken(struct mbcf_srq *srq)
 {

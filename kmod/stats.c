@@ -4,6 +4,8 @@
  * ports/1/hw_counters/).  The list is include/mbcf/counters.h, defined
  * once; values are the sum of the per-CPU receive-path counters, every
  * live QP's connection counters, and those of QPs already destroyed.
+ * And each connected QP's sender state for `rdma res show qp -dd`, from
+ * a snapshot qp.c takes.
  */
 #include "mbcf.h"
 
@@ -58,17 +60,11 @@ static int mbcf_stats_get(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	return MBCF_CTR_COUNT;
 }
 
-/*
- * One connected QP's sender state, for `rdma res show qp -dd`: what the
- * device-wide counters cannot tell -- which QP retransmits, at what window
- * and timeout (docs/protocol.md 4.3, 7.1).  Times in microseconds.
- */
-struct mbcf_stats_qp {
-	u32 wnd, wnd_max, srtt_us, rttvar_us, rto_us;
-	u64 tx_frames, retransmits, timeouts, tail_probes, window_cuts;
-	u64 selective_repeats;
-	u32 sq_pull_max;
-};
+/* ns to us, saturated at U32_MAX. */
+static u32 mbcf_stats_us(u64 ns)
+{
+	return (u32)min_t(u64, ns / NSEC_PER_USEC, U32_MAX);
+}
 
 /* Every QP: the most send requests one call took off its ring (wr.c). */
 static int mbcf_stats_fill_pull(struct sk_buff *msg, struct mbcf_qp *qp)
@@ -92,40 +88,27 @@ static int mbcf_stats_fill_pull(struct sk_buff *msg, struct mbcf_qp *qp)
 static int mbcf_stats_fill_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 {
 	struct mbcf_qp *qp = to_mbcf_qp(ibqp);
-	struct mbcf_conn *c = &qp->conn;
-	struct mbcf_stats_qp s;
+	struct mbcf_qp_snap s;
 	struct nlattr *table;
 
 	if (ibqp->qp_type != IB_QPT_RC && ibqp->qp_type != IB_QPT_UC)
 		return mbcf_stats_fill_pull(msg, qp);
-	spin_lock_bh(&qp->lock);
-	s = (struct mbcf_stats_qp){
-		.wnd = c->wnd, .wnd_max = c->cfg.window,
-		.srtt_us = (u32)min_t(u64, c->srtt / NSEC_PER_USEC, U32_MAX),
-		.rttvar_us = (u32)min_t(u64, c->rttvar / NSEC_PER_USEC, U32_MAX),
-		.rto_us = (u32)min_t(u64, c->rto_cur / NSEC_PER_USEC, U32_MAX),
-		.tx_frames = c->ctr.tx_frames, .retransmits = c->ctr.retransmits,
-		.timeouts = c->ctr.timeouts, .tail_probes = c->ctr.tail_probes,
-		.window_cuts = c->ctr.window_cuts,
-		.selective_repeats = c->ctr.selective_repeats,
-		.sq_pull_max = qp->sq_pull_max,
-	};
-	spin_unlock_bh(&qp->lock);
+	mbcf_qp_snapshot(qp, &s);
 
 	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
 	if (!table)
 		return -EMSGSIZE;
-	if (rdma_nl_put_driver_u32(msg, "wnd", s.wnd) ||
-	    rdma_nl_put_driver_u32(msg, "wnd_max", s.wnd_max) ||
-	    rdma_nl_put_driver_u32(msg, "srtt_us", s.srtt_us) ||
-	    rdma_nl_put_driver_u32(msg, "rttvar_us", s.rttvar_us) ||
-	    rdma_nl_put_driver_u32(msg, "rto_us", s.rto_us) ||
-	    rdma_nl_put_driver_u64(msg, "tx_frames", s.tx_frames) ||
-	    rdma_nl_put_driver_u64(msg, "retransmit_frames", s.retransmits) ||
-	    rdma_nl_put_driver_u64(msg, "retransmit_timeouts", s.timeouts) ||
-	    rdma_nl_put_driver_u64(msg, "tail_probes", s.tail_probes) ||
-	    rdma_nl_put_driver_u64(msg, "window_cuts", s.window_cuts) ||
-	    rdma_nl_put_driver_u64(msg, "selective_repeats", s.selective_repeats) ||
+	if (rdma_nl_put_driver_u32(msg, "wnd", s.c.wnd) ||
+	    rdma_nl_put_driver_u32(msg, "wnd_max", s.c.wnd_max) ||
+	    rdma_nl_put_driver_u32(msg, "srtt_us", mbcf_stats_us(s.c.srtt)) ||
+	    rdma_nl_put_driver_u32(msg, "rttvar_us", mbcf_stats_us(s.c.rttvar)) ||
+	    rdma_nl_put_driver_u32(msg, "rto_us", mbcf_stats_us(s.c.rto)) ||
+	    rdma_nl_put_driver_u64(msg, "tx_frames", s.c.tx_frames) ||
+	    rdma_nl_put_driver_u64(msg, "retransmit_frames", s.c.retransmits) ||
+	    rdma_nl_put_driver_u64(msg, "retransmit_timeouts", s.c.timeouts) ||
+	    rdma_nl_put_driver_u64(msg, "tail_probes", s.c.tail_probes) ||
+	    rdma_nl_put_driver_u64(msg, "window_cuts", s.c.window_cuts) ||
+	    rdma_nl_put_driver_u64(msg, "selective_repeats", s.c.selective_repeats) ||
 	    rdma_nl_put_driver_u32(msg, "sq_pull_max", s.sq_pull_max)) {
 		nla_nest_cancel(msg, table);
 		return -EMSGSIZE;

@@ -171,6 +171,13 @@ int mbcf_wr_alloc_srq_slot(struct mbcf_qp *qp)
 
 /* ---- reading the rings ----------------------------------------------------- */
 
+/* A doorbell of @qp's send (@send) or receive ring: it is consumed again. */
+void mbcf_wr_doorbell(struct mbcf_qp *qp, bool send)
+{
+	lockdep_assert_held(&qp->lock);
+	mbcf_ring_consumer_busy(send ? &qp->sq.ring : &qp->rq.ring);
+}
+
 /* The entries [rd, prod) of @q, read once: false if @prod is impossible. */
 static bool mbcf_wq_count(const struct mbcf_wq *q, u32 *n)
 {
@@ -554,7 +561,7 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more)
 	while (queued < budget && !mbcf_wr_sq_avail(qp, &n) && n) {
 		n = min(n, budget - queued);
 		for (; n; n--) {
-			if (qp->ud && skb_queue_len(&qp->txq) >= MBCF_QP_TX_BURST)
+			if (qp->ud && mbcf_net_queued(qp) >= MBCF_QP_TX_BURST)
 				goto out;
 			if (!mbcf_wr_take_send(qp))
 				goto out_max;
@@ -607,9 +614,9 @@ void mbcf_wr_fail_head(struct mbcf_qp *qp)
 {
 	struct mbcf_wq *q = &qp->sq;
 	u8 st = qp->pend_status;
-
 	bool fatal = qp->pend & MBCF_QP_PEND_WQE_FATAL;
 
+	lockdep_assert_held(&qp->lock);
 	qp->pend &= ~(MBCF_QP_PEND_WQE | MBCF_QP_PEND_WQE_FATAL);
 	if (!qp->ud && qp->conn.state != MBCF_CONN_RTS)
 		st = IB_WC_WR_FLUSH_ERR;
@@ -706,9 +713,9 @@ static int mbcf_wr_complete_recv(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie)
 {
 	const struct mbcf_wr_send *w = mbcf_wr_send_at(&qp->sq, cookie);
-
 	int err;
 
+	lockdep_assert_held(&qp->lock);
 	if (w->wc_op == IB_WC_BIND_MW)
 		return mbcf_mw_bind(qp, &w->bind) ? MBCF_WC_MW_BIND_ERR :
 						    MBCF_WC_SUCCESS;
@@ -724,6 +731,7 @@ int mbcf_wr_local(struct mbcf_qp *qp, u64 cookie)
 /* ops->complete: 0, or -ENOSPC when the CQ overran (the core fails). */
 int mbcf_wr_complete(struct mbcf_qp *qp, const struct mbcf_cqe *c)
 {
+	lockdep_assert_held(&qp->lock);
 	if (c->flags & MBCF_CQE_RECV)
 		return mbcf_wr_complete_recv(qp, c);
 	return mbcf_wr_complete_send(qp, c);
@@ -774,6 +782,7 @@ bool mbcf_wr_flush(struct mbcf_qp *qp)
 {
 	bool more = mbcf_wr_flush_queue(qp, &qp->sq, true);
 
+	lockdep_assert_held(&qp->lock);
 	/* an SRQ's receives stay for the other QPs (verbs) */
 	if (qp->srq)
 		return more;
@@ -790,6 +799,7 @@ void mbcf_wr_reset(struct mbcf_qp *qp)
 	struct mbcf_wq *qs[] = { &qp->sq, &qp->rq };
 	unsigned int i;
 
+	lockdep_assert_held(&qp->lock);
 	for (i = 0; i < (qp->srq ? 1 : ARRAY_SIZE(qs)); i++) {
 		struct mbcf_ring_end *r = &qs[i]->ring;
 
@@ -833,8 +843,8 @@ static bool mbcf_wr_take_recv(const struct mbcf_wq *q,
  * entry the provider could not have written) fails every claim: the QP
  * answers with a remote operation error and fails with IB_EVENT_QP_FATAL;
  * the claim that finds it broken raises IB_EVENT_SRQ_ERR (once per SRQ)
- * and has the other attached QPs failed from process context
- * (mbcf_srq_broken).  Taking the SRQ below its armed limit raises
+ * and has the other attached QPs failed from process context (both
+ * through qp->pend: qp.c).  Taking the SRQ below its armed limit raises
  * IB_EVENT_SRQ_LIMIT_REACHED.  Events go out after qp->lock is dropped
  * (qp->pend).
  */
@@ -875,10 +885,8 @@ out:
 	spin_unlock(&srq->lock);
 	if (r == MBCF_CLAIM_BAD)
 		qp->pend |= MBCF_QP_PEND_FATAL;
-	if (broke) {
+	if (broke)	/* qp.c raises it and fails the other QPs */
 		qp->pend |= MBCF_QP_PEND_SRQ_ERR;
-		mbcf_srq_broken(srq);
-	}
 	return r;
 }
 
@@ -916,6 +924,7 @@ int mbcf_wr_peek_recv(struct mbcf_qp *qp, u32 *cap)
 	u64 total = 0;
 	u32 n, i;
 
+	lockdep_assert_held(&qp->lock);
 	if (qp->srq)
 		spin_lock(&qp->srq->lock);
 	if (q->broken || !mbcf_wq_count(q, &n) || !n)
@@ -946,6 +955,7 @@ int mbcf_wr_claim_recv(struct mbcf_qp *qp, u64 *cookie, u32 *cap)
 	int err;
 	u32 n;
 
+	lockdep_assert_held(&qp->lock);
 	if (qp->srq) {
 		*cookie = 0;
 		return mbcf_wr_claim_srq(qp, cap);
@@ -977,6 +987,7 @@ int mbcf_wr_scatter_recv(struct mbcf_qp *qp, u64 cookie, u32 offset,
 {
 	const struct mbcf_wr_recv *w = mbcf_wr_claimed(qp, cookie);
 
+	lockdep_assert_held(&qp->lock);
 	/* an SRQ's receives name memory of the SRQ's PD (verbs) */
 	return mbcf_mr_scatter(qp, qp->srq ? qp->srq->ibsrq.pd : qp->ibqp.pd,
 			       w->sge, w->num_sge, offset, src, len);
@@ -988,6 +999,7 @@ int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
 {
 	const struct mbcf_wr_send *w = mbcf_wr_send_at(&qp->sq, cookie);
 
+	lockdep_assert_held(&qp->lock);
 	if (w->flags & MBCF_WR_INLINE)
 		return -EINVAL;
 	return mbcf_mr_scatter(qp, qp->ibqp.pd, w->sge, w->num_sge,
@@ -1005,6 +1017,7 @@ int mbcf_wr_scatter_resp(struct mbcf_qp *qp, u64 cookie, u32 offset,
  */
 bool mbcf_wr_payload_in_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl)
 {
+	lockdep_assert_held(&qp->lock);
 	if (pl->kind == MBCF_PL_TARGET)
 		return true;
 	return pl->kind == MBCF_PL_WR && qp->ibqp.qp_type == IB_QPT_RC &&
@@ -1017,6 +1030,7 @@ int mbcf_wr_payload_copy(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 {
 	const struct mbcf_wr_send *w;
 
+	lockdep_assert_held(&qp->lock);
 	switch (pl->kind) {
 	case MBCF_PL_WR:
 		w = mbcf_wr_send_at(&qp->sq, pl->cookie);
@@ -1041,6 +1055,7 @@ int mbcf_wr_payload_pages(struct mbcf_qp *qp, const struct mbcf_payload *pl,
 {
 	const struct mbcf_wr_send *w;
 
+	lockdep_assert_held(&qp->lock);
 	if (pl->kind == MBCF_PL_TARGET)
 		return mbcf_mr_ref_pages(qp, pl->rkey, pl->va, pl->len,
 					 IB_ACCESS_REMOTE_READ, sp);

@@ -688,6 +688,15 @@ bool mbcf_conn_progress_due(const struct mbcf_conn *c);
 /* "RESET", "RTS", "ERROR". */
 const char *mbcf_conn_state_name(u8 state);
 
+/* The sender's state and counters, for the environment's per-QP report. */
+struct mbcf_conn_snap {
+	u32 wnd, wnd_max;		/* frames */
+	u64 srtt, rttvar, rto;		/* ns */
+	u64 tx_frames, retransmits, timeouts, tail_probes, window_cuts;
+	u64 selective_repeats;
+};
+void mbcf_conn_snapshot(const struct mbcf_conn *c, struct mbcf_conn_snap *s);
+
 #define MBCF_WINDOW_MIN		4
 #define MBCF_WINDOW_MAX		(1u << 16)
 /* UC: how far after rcv_nxt a frame is taken unproven (docs/protocol.md 10) */

@@ -13,7 +13,7 @@
 #  2. Bounded softirq work: with the send window raised to 4096 frames, a
 #     32 MiB RDMA READ (one 40-byte request frame) and a 32 MiB RDMA WRITE
 #     (driven by ACKs); kprobes on mbcf_qp_rx (entry/return) and
-#     mbcf_net_xmit count the frames built while each received frame is
+#     mbcf_net_xmit_fill/_pages count the frames built while each received frame is
 #     processed: at most MBCF_QP_TX_BURST (64) sequenced frames.
 #  3. Teardown without a grace period per object: destroying 2000 QPs and
 #     deregistering 2000 MRs one by one, and SIGKILL of a process holding
@@ -168,7 +168,8 @@ echo 4096 >/sys/module/mbcf/parameters/window
 {
 	echo 'p:mbcf/rx mbcf:mbcf_qp_rx'
 	echo 'r:mbcf/rxret mbcf:mbcf_qp_rx'
-	echo 'p:mbcf/xmit mbcf:mbcf_net_xmit op=+1(%si):u8'
+	echo 'p:mbcf/xmit mbcf:mbcf_net_xmit_fill op=+1(%si):u8'
+	echo 'p:mbcf/xmitpg mbcf:mbcf_net_xmit_pages op=+1(%si):u8'
 } >"$TR/kprobe_events" || vm_fail "kprobe_events"
 echo 32768 >"$TR/buffer_size_kb"
 echo >"$TR/trace"
@@ -181,7 +182,7 @@ printf '%s\n' "$out"
 check assert_eq 0 "$rc" "bigio 32 MiB read + write under kprobes, every byte checked"
 # Per CPU, the frames built between entering and leaving mbcf_qp_rx.
 stats=$(awk '
-	/ rx: / || / rxret: / || / xmit: / {
+	/ rx: / || / rxret: / || / xmit: / || / xmitpg: / {
 		match($0, /\[[0-9]+\]/); cpu = substr($0, RSTART + 1, RLENGTH - 2)
 		if ($0 ~ / rx: /) { inrx[cpu] = 1; n[cpu] = 0; s[cpu] = 0; rx++
 			split(substr($0, RSTART + RLENGTH + 1), f, " "); if (f[1] !~ /s/) nosoft++; next }
