@@ -232,6 +232,34 @@ vm_scaled() {
 	fi
 }
 
+# vm_perf_pair ENV... -- ARGS...: ib_write_bw with its server on mbcf0 and
+# its client (the sender) in ns1, each behind the command prefix in the
+# array VM_PERF_PREFIX (e.g. an unprivileged user; empty: none), the client
+# with ENV... and the words of $PERF_CLIENT_EXTRA.  The client is retried
+# until the server listens, never rerun once it ran.  Prints the client's
+# output; returns its status.
+vm_perf_pair() {
+	local envs=() out rc spid srv
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	srv=$(mktemp)
+	"${VM_PERF_PREFIX[@]}" timeout "$(vm_scaled 60)" ib_write_bw -d mbcf0 -x 0 -F "$@" >"$srv" 2>&1 &
+	spid=$!
+	for _ in $(seq 50); do
+		# shellcheck disable=SC2086 # PERF_CLIENT_EXTRA holds words
+		out=$(in_ns1 "${VM_PERF_PREFIX[@]}" env "${envs[@]}" timeout "$(vm_scaled 60)" \
+			ib_write_bw -d mbcf1 -x 0 -F "$@" ${PERF_CLIENT_EXTRA:-} "$VM_IP0" 2>&1)
+		rc=$?
+		grep -q "Couldn't connect" <<<"$out" || break
+		sleep 0.2
+	done
+	[ "$rc" = 0 ] || kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	rm -f "$srv"
+	printf '%s\n' "$out"
+	return "$rc"
+}
+
 # vm_elapsed_since T0: seconds (float) since T0, an $EPOCHREALTIME value.
 vm_elapsed_since() {
 	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'

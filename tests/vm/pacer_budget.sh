@@ -52,26 +52,10 @@ pacer=$(pgrep -x 'mbcf_pace/veth1')
 # oncpu PID: nanoseconds the task has run
 oncpu() { awk '{ print $1 }' "/proc/$1/schedstat"; }
 
-# perf ENV... -- ARGS...: ib_write_bw as uid 1001, server on mbcf0, client
-# (the sender) in ns1; prints the client's output.
+# perf ENV... -- ARGS...: vm_perf_pair (lib.sh) as uid 1001
 perf() {
-	local envs=() out rc spid
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done
-	shift
 	as_user 1001
-	"${UCMD[@]}" timeout 120 ib_write_bw -d mbcf0 -x 0 -F "$@" >"$logs/srv.log" 2>&1 &
-	spid=$!
-	for _ in $(seq 50); do
-		out=$(in_ns1 "${UCMD[@]}" env "${envs[@]}" timeout 120 \
-			ib_write_bw -d mbcf1 -x 0 -F "$@" "$VM_IP0" 2>&1)
-		rc=$?
-		grep -q "Couldn't connect" <<<"$out" || break
-		sleep 0.2
-	done
-	[ "$rc" = 0 ] || kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-	printf '%s\n' "$out"
-	return "$rc"
+	VM_PERF_PREFIX=("${UCMD[@]}") vm_perf_pair "$@"
 }
 
 vm_phase "unpaced ib_write_bw -s 65536"

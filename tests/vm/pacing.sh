@@ -52,27 +52,7 @@ echo 20000 >/sys/module/mbcf/parameters/pace_slack_us
 # resend is all it pays (before that, one run of three failed the check
 # below with QPs 7-12 % under their rates).
 
-# perftest: server on mbcf0, client (the sender) in ns1.  Prints the client.
-perf() { # ENV... -- ARGS...
-	local envs=() srv out rc
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done
-	shift
-	srv=$(mktemp)
-	timeout "$(vm_scaled 60)" ib_write_bw -d mbcf0 -x 0 -F "$@" >"$srv" 2>&1 &
-	local spid=$!
-	for _ in $(seq 50); do	# until the server listens; never rerun a run
-		out=$(in_ns1 env "${envs[@]}" timeout "$(vm_scaled 60)" ib_write_bw -d mbcf1 -x 0 -F "$@" \
-			$PERF_CLIENT_EXTRA "$VM_IP0" 2>&1)
-		rc=$?
-		grep -q "Couldn't connect" <<<"$out" || break
-		sleep 0.2
-	done
-	[ "$rc" = 0 ] || kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-	rm -f "$srv"
-	printf '%s\n' "$out"
-	return "$rc"
-}
+perf() { vm_perf_pair "$@"; }	# ENV... -- ARGS... (lib.sh)
 
 # The debug lane's kernel (VM_TIME_SCALE 5) carries ~2.5 MB/s here, less
 # than the 17 MB/s of the 16 paced QPs: there every rate is divided by the

@@ -133,7 +133,7 @@ elif [ -z "$kver" ]; then
 	# the kernel the build's module is for, if it is installed; else
 	# Debian's default kernel (linux-image-amd64's), not the newest: the
 	# 6.12 that scripts/install-deps.sh adds boots only when asked for.
-	v=$(sed -n 's/^KVER:STRING=//p' "${build:-$src/build}/CMakeCache.txt" 2>/dev/null)
+	v=$(sed -n 's/^KVER:STRING=//p' "${build:-$src/build}/CMakeCache.txt" 2>/dev/null || true)
 	if [ -n "$v" ] && [ -r "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v" ]; then
 		kver=$v
 	else
