@@ -34,6 +34,11 @@ options:
                    dgram,local.type=fd,local.str=10; run2.sh) instead of none
   --mac MAC        that NIC's MAC address
   --env NAME=VAL   export NAME=VAL to the guest's setup and SCRIPT (repeatable)
+  --icount[=SHIFT] deterministic guest clock: single-threaded TCG with
+                   -icount shift=SHIFT,sleep=off,align=off (default 0: 1 ns of
+                   guest time per instruction; idle time skipped), so a time
+                   measured inside the guest is an instruction count; one
+                   vCPU unless --smp says otherwise (tests/vm/README.md)
   --quiet          print only the script's output and the verdict
   -h, --help       this help
 EOF
@@ -58,6 +63,8 @@ quiet=0
 net=
 mac=
 envs=()
+icount=
+smp_explicit=0
 
 die() {
 	echo "run.sh: $*" >&2
@@ -72,11 +79,13 @@ while [ $# -gt 0 ]; do
 	--debug-kernel) debug_dir=${2:?--debug-kernel needs a directory}; debug=1; shift 2 ;;
 	--kernel-dir) debug_dir=${2:?--kernel-dir needs a directory}; debug=0; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
-	--smp) smp=${2:?}; shift 2 ;;
+	--smp) smp=${2:?}; smp_explicit=1; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--keep-log) keep_log=${2:?}; shift 2 ;;
 	--no-topology) topology=0; shift ;;
 	--quiet) quiet=1; shift ;;
+	--icount) icount=0; shift ;;
+	--icount=*) icount=${1#--icount=}; shift ;;
 	--net) net=${2:?--net needs a -netdev backend}; shift 2 ;;
 	--mac) mac=${2:?--mac needs an address}; shift 2 ;;
 	--env)
@@ -102,6 +111,7 @@ if [ -n "$net" ]; then
 		die "--net: only dgram/socket/stream backends on a file descriptor or 127.0.0.1"
 fi
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
+[ -z "$icount" ] || [[ $icount =~ ^([0-9]|10|auto)$ ]] || die "--icount takes a shift 0..10 or auto"
 
 t_start=$EPOCHREALTIME
 elapsed() { # seconds since t_start
@@ -428,13 +438,27 @@ fi
 cmdline+=" mbcfvm_run=$here/guest-run.sh mbcfvm_job=$rundir/job"
 cmdline+=" mbcfvm_shares=$(IFS=,; echo "${shares[*]}")"
 
+# --icount: the guest's clock counts instructions (2^SHIFT ns each), not
+# the host's wall clock; sleep=off skips idle time instead of waiting it
+# out in real time.  icount needs single-threaded TCG (QEMU refuses it with
+# MTTCG), and one vCPU: with two, round-robin TCG runs them in turn on one
+# host thread and each burns guest time while the other one's work waits.
+accel=tcg,thread=multi
+icount_opts=()
+if [ -n "$icount" ]; then
+	accel=tcg,thread=single
+	[ "$smp_explicit" = 1 ] || smp=1
+	icount_opts=(-icount "shift=$icount,sleep=off,align=off")
+	cmdline+=" ${MBCF_VM_ICOUNT_APPEND-}"
+fi
+
 nic=(-nic none)
 if [ -n "$net" ]; then # one virtio-net NIC (run2.sh: a link to another guest)
 	nic=(-netdev "$net,id=net0" -device "virtio-net-pci,netdev=net0,romfile=${mac:+,mac=$mac}")
 fi
 # shellcheck disable=SC2054 # commas are qemu option syntax
 qemu=(
-	qemu-system-x86_64 -accel tcg,thread=multi -machine pc -cpu max
+	qemu-system-x86_64 -accel "$accel" "${icount_opts[@]}" -machine pc -cpu max
 	-smp "$smp" -m "$mem" -nodefaults -no-reboot -no-user-config
 	-display none -monitor none "${nic[@]}"
 	-chardev stdio,id=con,signal=off -serial chardev:con
@@ -533,6 +557,6 @@ fi
 if [ "$status" = 0 ]; then
 	echo "run.sh: PASS: $(basename "$script")"
 fi
-echo "run.sh: timing: first test command at ${t_begin:-?} s, total ${t_total} s (kernel $kver, smp $smp, tcg)"
+echo "run.sh: timing: first test command at ${t_begin:-?} s, total ${t_total} s (kernel $kver, smp $smp, tcg${icount:+, icount shift=$icount})"
 [ -n "$keep_log" ] && echo "run.sh: full console log in $keep_log"
 exit "$status"
