@@ -55,11 +55,13 @@ oncpu() { awk '{ print $1 }' "/proc/$1/schedstat"; }
 # perf ENV... -- ARGS...: vm_perf_pair (lib.sh) as uid 1001
 perf() {
 	as_user 1001
-	VM_PERF_PREFIX=("${UCMD[@]}") vm_perf_pair "$@"
+	local VM_PERF_PREFIX=("${UCMD[@]}")	# seen by vm_perf_pair (dynamic scope)
+	vm_perf_pair "$@"
 }
 
 vm_phase "unpaced ib_write_bw -s 65536"
-out=$(perf -- -s 65536 -n 1500)
+# the debug lane's kernel is VM_TIME_SCALE times slower: fewer messages
+out=$(perf -- -s 65536 -n $((1500 / $(vm_scaled 1))))
 bw0=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ { print $4; exit }' <<<"$out")
 # whole frames, kbit/s, twice what the guest carries, shared by the Q QPs
 cap=$(awk -v b="${bw0:-0}" 'BEGIN { printf "%d", 2 * b * 1048576 * 8 / 1000 * 1514 / 1464 }')
@@ -72,11 +74,11 @@ as_user 1002
 "${UCMD[@]}" bash -c 'while :; do :; done' &
 busy=$!
 as_user 1001
-perf MBCF_QP_RATE_LIMIT="$rate" -- -s 4096 -q "$Q" -D $((W + 10)) >"$logs/load.log" 2>&1 &
+perf MBCF_QP_RATE_LIMIT="$rate" -- -s 4096 -q "$Q" -D "$(vm_scaled $((W + 10)))" >"$logs/load.log" 2>&1 &
 load=$!
 # until the QPs send (connection setup takes seconds under TCG)
 f0=$(vm_dev_ctr mbcf1 tx_frames)
-for _ in $(seq 60); do
+for _ in $(seq "$(vm_scaled 60)"); do
 	sleep 0.5
 	[ $(( $(vm_dev_ctr mbcf1 tx_frames) - f0 )) -gt 2000 ] && break
 done
