@@ -4,8 +4,9 @@
 # The guest's /tmp is its own tmpfs, so this works only through the rig's
 # shares of both at their own paths.
 #   tmp-checkout.sh SRC [CONSOLE_LOG]
-# The "checkout" is a copy of SRC's rig (tests/vm, tests/pkg: all the rig
-# reads from a checkout) plus a random token file; the build dir is a small
+# The "checkout" is a copy of SRC's rig (tests/vm, tests/pkg and
+# scripts/default-kver.sh: all the rig reads from a checkout) plus a random
+# token file; the build dir is a small
 # CMake project whose install puts the same token under /usr/local.
 set -euo pipefail
 
@@ -17,8 +18,9 @@ top=$(mktemp -d /tmp/mbcf-tmp-checkout.XXXXXX)
 trap 'rm -rf "$top"' EXIT
 co=$top/checkout
 build=$top/build
-mkdir -p "$co/tests" "$top/project"
+mkdir -p "$co/tests" "$co/scripts" "$top/project"
 cp -a "$src/tests/vm" "$src/tests/pkg" "$co/tests/"
+cp -a "$src/scripts/default-kver.sh" "$co/scripts/"
 token=$(od -An -tx8 -N8 /dev/urandom | tr -d ' ')
 echo "$token" >"$co/token"
 cat >"$top/project/CMakeLists.txt" <<'CMAKE'
