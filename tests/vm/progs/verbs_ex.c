@@ -1698,6 +1698,27 @@ static void local_inv(struct side *s, uint32_t key, int post_send,
 		expect_flushed_after(s, what);
 }
 
+/*
+ * A 0-byte IBV_WR_SEND_WITH_INV of @key from A (ibv_post_send) into the
+ * receive @recv_id it posts on B (@rsg): the send completes, and the
+ * receive with IBV_WC_WITH_INV and the key.
+ */
+static void send_inv0(const struct ibv_sge *rsg, uint32_t key, uint64_t recv_id,
+		      const char *what)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = recv_id + 1, .opcode = IBV_WR_SEND_WITH_INV,
+		.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = key,
+	};
+	char buf[160];
+
+	post_recv(&B, rsg, 1, recv_id);
+	if (!post_send_ok(&A, &wr, what))
+		expect_wc(&A, recv_id + 1, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL, what);
+	snprintf(buf, sizeof(buf), "%s received", what);
+	expect_recv(&B, recv_id, IBV_WC_RECV, 0, IBV_WC_WITH_INV, key, 10, buf);
+}
+
 static struct ibv_mw *mw_alloc(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct ibv_mw *mw = ibv_alloc_mw(pd, type);
@@ -1856,7 +1877,6 @@ static void c_mw_type2(void)
 	struct ibv_sge rsg = vp_gbuf_sge(&r, 0, 4096), sg;
 	struct ibv_mw *mw = mw_alloc(B.pd, IBV_MW_TYPE_2);
 	uint32_t k0 = mw->rkey, k1, k2, k3, k4, k5;
-	struct ibv_send_wr wr;
 	struct xop o, ob[2];
 
 	probe_ab(&t, P_WRITE, k0, W1_OFF, 100, IBV_WC_REM_ACCESS_ERR, "before the bind");
@@ -1906,17 +1926,7 @@ static void c_mw_type2(void)
 	k4 = ibv_inc_rkey(k3);
 	bind2(&B, mw, k4, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, MW_REMOTE, 1,
 	      IBV_WC_SUCCESS, "bind for IBV_WR_SEND_WITH_INV");
-	post_recv(&B, &rsg, 1, 602);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 603;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.invalidate_rkey = k4;
-	if (!post_send_ok(&A, &wr, "IBV_WR_SEND_WITH_INV"))
-		expect_wc(&A, 603, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
-			  "IBV_WR_SEND_WITH_INV");
-	expect_recv(&B, 602, IBV_WC_RECV, 0, IBV_WC_WITH_INV, k4, 10,
-		    "IBV_WR_SEND_WITH_INV received");
+	send_inv0(&rsg, k4, 602, "IBV_WR_SEND_WITH_INV");
 	probe_ab(&t, P_READ, k4, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
 		 "after IBV_WR_SEND_WITH_INV");
 	expect_dereg_ok(&t, "type 2 invalidated");
@@ -2301,7 +2311,6 @@ static void c_mw_local_write(void)
 	struct ibv_sge rsg = vp_gbuf_sge(&r, 0, 4096);
 	struct ibv_mw *m1 = mw_alloc(B.pd, IBV_MW_TYPE_1);
 	struct ibv_mw *m2 = mw_alloc(B.pd, IBV_MW_TYPE_2);
-	struct ibv_send_wr wr;
 	uint32_t k1, k0, k2;
 
 	k1 = bind1(m1, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, acc, IBV_WC_SUCCESS,
@@ -2333,17 +2342,7 @@ static void c_mw_local_write(void)
 	bind2(&B, m2, k2, t.b.mr, target_addr(&t, W1_OFF), W1_LEN, acc, 1,
 	      IBV_WC_SUCCESS, "type 2 by IBV_WR_BIND_MW, REMOTE_WRITE | LOCAL_WRITE");
 	probe_ab(&t, P_WRITE, k2, W1_OFF + 8, 256, IBV_WC_SUCCESS, "type 2 bound (post_send)");
-	post_recv(&B, &rsg, 1, 620);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 621;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.invalidate_rkey = k2;
-	if (!post_send_ok(&A, &wr, "SEND_WITH_INV of the type 2 key"))
-		expect_wc(&A, 621, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL,
-			  "SEND_WITH_INV of the type 2 key");
-	expect_recv(&B, 620, IBV_WC_RECV, 0, IBV_WC_WITH_INV, k2, 10,
-		    "SEND_WITH_INV of the type 2 key received");
+	send_inv0(&rsg, k2, 620, "SEND_WITH_INV of the type 2 key");
 	probe_ab(&t, P_WRITE, k2, W1_OFF, 64, IBV_WC_REM_ACCESS_ERR,
 		 "type 2 after SEND_WITH_INV");
 
