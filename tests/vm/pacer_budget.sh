@@ -49,8 +49,18 @@ fi
 
 pacer=$(pgrep -x 'mbcf_pace/veth1')
 [ -n "$pacer" ] || vm_die "no pacing thread mbcf_pace/veth1 (mbcf1)"
-# oncpu PID: nanoseconds the task has run
-oncpu() { awk '{ print $1 }' "/proc/$1/schedstat"; }
+# oncpu PID: nanoseconds the task has run -- schedstat's, or, where the
+# kernel keeps none (the debug lane's: 0), utime + stime in clock ticks
+HZ=$(getconf CLK_TCK)
+oncpu() {
+	local ns
+	ns=$(awk '{ print $1 }' "/proc/$1/schedstat" 2>/dev/null)
+	if [ "${ns:-0}" -gt 0 ]; then
+		echo "$ns"
+	else
+		awk -v hz="$HZ" '{ printf "%d\n", ($14 + $15) * 1e9 / hz }' "/proc/$1/stat"
+	fi
+}
 
 # perf ENV... -- ARGS...: vm_perf_pair (lib.sh) as uid 1001
 perf() {
