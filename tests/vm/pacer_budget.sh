@@ -50,7 +50,8 @@ fi
 pacer=$(pgrep -x 'mbcf_pace/veth1')
 [ -n "$pacer" ] || vm_die "no pacing thread mbcf_pace/veth1 (mbcf1)"
 # oncpu PID: nanoseconds the task has run -- schedstat's, or, where the
-# kernel keeps none (the debug lane's: 0), utime + stime in clock ticks
+# kernel keeps none (the debug lane's: 0), utime + stime in clock ticks; %.0f, as
+# mawk's %d stops at 2^31 - 1 (2.1 s in ns)
 HZ=$(getconf CLK_TCK)
 oncpu() {
 	local ns
@@ -58,7 +59,7 @@ oncpu() {
 	if [ "${ns:-0}" -gt 0 ]; then
 		echo "$ns"
 	else
-		awk -v hz="$HZ" '{ printf "%d\n", ($14 + $15) * 1e9 / hz }' "/proc/$1/stat"
+		awk -v hz="$HZ" '{ printf "%.0f\n", ($14 + $15) * 1e9 / hz }' "/proc/$1/stat"
 	fi
 }
 
