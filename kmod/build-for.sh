@@ -4,7 +4,8 @@
 # stages the module into OUT/src (kmod/stage.sh), runs the compat probes
 # against KDIR (OUT/src/compat-generated.h), builds with Kbuild and copies
 # the module to OUT/mbcf.ko.  Fails on any compiler or modpost warning
-# (in kmod/, core/, or headers they include):
+# (in kmod/, core/, or headers they include), and with MBCF_KBUILD_CHECK=sparse
+# on any sparse warning or error (every file checked: C=2):
 # the module must build warning-free on every kernel we support.  The ctest
 # tests kmod.build-MAJOR.MINOR (label unit) run it; OUT is then the second
 # module build dir the guest rig boots that kernel with.
@@ -47,7 +48,12 @@ status=0
 # KCFLAGS=-Werror: a warning fails the compile, so no object of a file that
 # warns stays behind to pass the next run; the grep below catches the rest
 # (modpost).
-make -s -C "$kdir" M="$out/src" -j"$(nproc 2>/dev/null || echo 2)" KCFLAGS=-Werror modules >"$log" 2>&1 || status=$?
+set --
+if [ "${MBCF_KBUILD_CHECK:-}" = sparse ]; then
+	command -v sparse >/dev/null || { echo "build-for.sh: sparse is not installed (scripts/install-deps.sh)"; exit 1; }
+	set -- C=2 CHECK=sparse
+fi
+make -s -C "$kdir" M="$out/src" -j"$(nproc 2>/dev/null || echo 2)" KCFLAGS=-Werror "$@" modules >"$log" 2>&1 || status=$?
 t2=$(date +%s)
 cat "$log"
 echo "build-for.sh: compat probes for $rel:"
@@ -57,9 +63,9 @@ if [ "$status" != 0 ]; then
 	exit 1
 fi
 # make -s prints nothing but diagnostics; BTF's "Skipping" notice is none.
-if grep -iq 'warning' "$log"; then
-	echo "FAIL: warnings building mbcf.ko for $rel:"
-	grep -i 'warning' "$log"
+if grep -iqE 'warning|error:' "$log"; then
+	echo "FAIL: warnings building mbcf.ko for $rel${MBCF_KBUILD_CHECK:+ (checked by $MBCF_KBUILD_CHECK)}:"
+	grep -iE 'warning|error:' "$log"
 	exit 1
 fi
 got=$(modinfo -F vermagic "$out/src/mbcf.ko" | cut -d' ' -f1)

@@ -218,7 +218,7 @@ static void mbcf_cq_to_user(const struct ib_wc *wc, struct ib_uverbs_wc *u)
 		.opcode = wc->opcode,
 		.vendor_err = wc->vendor_err,
 		.byte_len = wc->byte_len,
-		.ex.imm_data = (__force __u32)wc->ex.imm_data,
+		.ex.imm_data = wc->ex.imm_data,
 		.qp_num = wc->qp->qp_num,
 		.src_qp = wc->src_qp,
 		.wc_flags = (wc->wc_flags & IB_WC_GRH ? MBCF_UWC_GRH : 0) |

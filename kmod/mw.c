@@ -145,26 +145,18 @@ const struct ib_device_ops mbcf_mw_ops = {
 };
 
 /*
- * The window behind @rkey (caller holds rcu_read_lock()), or NULL: its
- * lock taken, not deallocated and its key matching, so that what the
- * caller checks next cannot change under it.
+ * The window behind @rkey's index (caller holds rcu_read_lock(): it is not
+ * freed under the caller), or NULL.  The caller locks it and checks
+ * mbcf_mw_current() under the lock, so what it checks next cannot change.
  */
-static struct mbcf_window *mbcf_mw_lock(struct mbcf_dev *dev, u32 rkey)
-	__acquires(&win->lock)
+static struct mbcf_window *mbcf_mw_find(struct mbcf_dev *dev, u32 rkey)
 {
 	void *e = xa_load(&dev->mr_xa, rkey >> 8);
-	struct mbcf_window *win;
 
-	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "mbcf_mw_lock without RCU");
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "mbcf_mw_find without RCU");
 	if (xa_pointer_tag(e) != MBCF_MR_TAG_MW)
 		return NULL;
-	win = xa_untag_pointer(e);
-	spin_lock_bh(&win->lock);
-	if (!mbcf_mw_current(win, rkey)) {
-		spin_unlock_bh(&win->lock);
-		return NULL;
-	}
-	return win;
+	return xa_untag_pointer(e);
 }
 
 /*
@@ -214,10 +206,11 @@ int mbcf_mw_bind(struct mbcf_qp *qp, const struct mbcf_mw_bind *b)
 	if (b->length && b->addr + b->length < b->addr)
 		return -EINVAL;
 	rcu_read_lock();
-	win = mbcf_mw_lock(qp->dev, b->mw_rkey);
+	win = mbcf_mw_find(qp->dev, b->mw_rkey);
 	if (!win)
 		goto out_rcu;
-	if (win->pd != qp->ibqp.pd)
+	spin_lock_bh(&win->lock);
+	if (!mbcf_mw_current(win, b->mw_rkey) || win->pd != qp->ibqp.pd)
 		goto out;
 	if (win->type == IB_MW_TYPE_2 && (win->mr || !b->length))
 		goto out;	/* must be free; length 0 is no invalidate */
@@ -260,10 +253,11 @@ int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote)
 	int err = -EINVAL;
 
 	rcu_read_lock();
-	win = mbcf_mw_lock(qp->dev, rkey);
+	win = mbcf_mw_find(qp->dev, rkey);
 	if (!win)
 		goto out_rcu;
-	if (win->type == IB_MW_TYPE_2 && win->mr && win->pd == qp->ibqp.pd &&
+	spin_lock_bh(&win->lock);
+	if (mbcf_mw_current(win, rkey) && win->type == IB_MW_TYPE_2 && win->mr && win->pd == qp->ibqp.pd &&
 	    (!remote || win->qp_id == qp->id)) {
 		mbcf_mw_unbind(win);
 		err = 0;

@@ -908,6 +908,25 @@ bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke)
 	return broken;
 }
 
+/* mbcf_wr_peek_recv() on one receive queue, its lock held. */
+static int mbcf_wr_peek_ring(struct mbcf_wq *q, u32 *cap)
+{
+	const struct mbcf_recv_wqe *e;
+	u64 total = 0;
+	u32 n, i;
+
+	if (q->broken || !mbcf_wq_count(q, &n) || !n)
+		return MBCF_CLAIM_NONE;
+	e = mbcf_ring_entry(&q->ring, q->ring.rd);
+	n = READ_ONCE(e->num_sge);
+	if (n > q->max_sge)
+		return MBCF_CLAIM_BAD;
+	for (i = 0; i < n; i++)
+		total += READ_ONCE(e->sge[i].length);
+	*cap = min_t(u64, total, MBCF_MAX_MSG_SIZE);
+	return MBCF_CLAIM_OK;
+}
+
 /*
  * ops->recv_peek: the capacity of the receive a claim would take next,
  * read once from its ring entry and left posted; anything but
@@ -918,29 +937,14 @@ bool mbcf_wr_srq_posted(struct mbcf_srq *srq, bool *broke)
  */
 int mbcf_wr_peek_recv(struct mbcf_qp *qp, u32 *cap)
 {
-	struct mbcf_wq *q = qp->srq ? &qp->srq->rq : &qp->rq;
-	const struct mbcf_recv_wqe *e;
-	int r = MBCF_CLAIM_NONE;
-	u64 total = 0;
-	u32 n, i;
+	int r;
 
 	lockdep_assert_held(&qp->lock);
-	if (qp->srq)
-		spin_lock(&qp->srq->lock);
-	if (q->broken || !mbcf_wq_count(q, &n) || !n)
-		goto out;
-	e = mbcf_ring_entry(&q->ring, q->ring.rd);
-	n = READ_ONCE(e->num_sge);
-	r = MBCF_CLAIM_BAD;
-	if (n > q->max_sge)
-		goto out;
-	for (i = 0; i < n; i++)
-		total += READ_ONCE(e->sge[i].length);
-	*cap = min_t(u64, total, MBCF_MAX_MSG_SIZE);
-	r = MBCF_CLAIM_OK;
-out:
-	if (qp->srq)
-		spin_unlock(&qp->srq->lock);
+	if (!qp->srq)
+		return mbcf_wr_peek_ring(&qp->rq, cap);
+	spin_lock(&qp->srq->lock);
+	r = mbcf_wr_peek_ring(&qp->srq->rq, cap);
+	spin_unlock(&qp->srq->lock);
 	return r;
 }
 

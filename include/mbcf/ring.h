@@ -94,7 +94,7 @@ static inline void *mbcf_ring_produce_slot(const struct mbcf_ring_end *r,
 
 	*corrupt = used > r->mask + 1;
 	if (used >= r->mask + 1)
-		return 0;
+		return (void *)0;
 	return mbcf_ring_entry(r, r->idx);
 }
 
@@ -116,7 +116,7 @@ static inline void *mbcf_ring_consume_slot(const struct mbcf_ring_end *r,
 
 	*corrupt = prod - r->idx > r->mask + 1;
 	if (prod == r->rd || *corrupt)
-		return 0;
+		return (void *)0;
 	return mbcf_ring_entry(r, r->rd);
 }
 

@@ -76,7 +76,11 @@ out=$(perf -- -s 65536 -n $((1500 / $(vm_scaled 1))))
 bw0=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ { print $4; exit }' <<<"$out")
 # whole frames, kbit/s, twice what the guest carries, shared by the Q QPs
 cap=$(awk -v b="${bw0:-0}" 'BEGIN { printf "%d", 2 * b * 1048576 * 8 / 1000 * 1514 / 1464 }')
-[ "$cap" -ge 16000 ] || { echo "FAIL: unpaced ib_write_bw carried ${bw0:-nothing} MB/s"; cap=16000; failed=$((failed + 1)); }
+# A floor that only a broken unpaced run misses: 16 Mbit/s, divided by
+# VM_TIME_SCALE^2 on the debug lane (whose kernel is that much slower per
+# frame and shares a loaded host: 0.67 MB/s seen there)
+floor=$(awk -v s="${VM_TIME_SCALE:-1}" 'BEGIN { if (!(s >= 1)) s = 1; printf "%d", 16000 / (s * s) }')
+[ "$cap" -ge "$floor" ] || { echo "FAIL: unpaced ib_write_bw carried ${bw0:-nothing} MB/s"; cap=$floor; failed=$((failed + 1)); }
 rate=$((cap / Q))
 echo "pacer_budget: unpaced ${bw0:-?} MB/s: $Q QPs at $rate kbit/s each ($cap kbit/s)"
 
