@@ -257,8 +257,8 @@ int mbcf_mw_invalidate(struct mbcf_qp *qp, u32 rkey, bool remote)
 	if (!win)
 		goto out_rcu;
 	spin_lock_bh(&win->lock);
-	if (mbcf_mw_current(win, rkey) && win->type == IB_MW_TYPE_2 && win->mr && win->pd == qp->ibqp.pd &&
-	    (!remote || win->qp_id == qp->id)) {
+	if (mbcf_mw_current(win, rkey) && win->type == IB_MW_TYPE_2 && win->mr &&
+	    win->pd == qp->ibqp.pd && (!remote || win->qp_id == qp->id)) {
 		mbcf_mw_unbind(win);
 		err = 0;
 	}
