@@ -29,7 +29,7 @@ mkdir -p "$out"
 rm -rf "$out"/mbcf-*/ "$out"/*.deb "$out"/*.ddeb "$out"/*.buildinfo "$out"/*.changes
 mkdir "$tree"
 cp -a "$src"/CMakeLists.txt "$src"/README.md "$src"/cmake "$src"/core \
-	"$src"/include "$src"/kmod "$src"/provider "$src"/debian "$tree"/
+	"$src"/include "$src"/kmod "$src"/provider "$src"/tools "$src"/debian "$tree"/
 
 # The changelog entry records where the packages came from; its date is the
 # commit's (or CMakeLists.txt's) so that rebuilding the same tree gives the

@@ -21,8 +21,9 @@ pkgs=(
 	linux-image-amd64 linux-headers-amd64 kmod dkms
 	# BTF of modules built for kernels with vmlinux BTF (6.12's headers)
 	pahole
-	# the kernel's static checker (test kmod.sparse)
-	sparse
+	# the kernel's static checker (test kmod.sparse); systemd-analyze
+	# (test tools.unit-verify)
+	sparse systemd
 	# rdma user space
 	rdma-core ibverbs-utils libibverbs-dev ibverbs-providers perftest
 	rdmacm-utils iproute2 python3-pyverbs

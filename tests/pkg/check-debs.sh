@@ -129,6 +129,10 @@ deb_list "$dkms_deb" >"$work/dkms.list"
 	cat "$work/dkms.files"
 	echo ./usr/share/doc/mbcf-dkms/changelog.gz
 	echo ./usr/share/doc/mbcf-dkms/copyright
+	echo ./usr/sbin/mbcf-links
+	echo ./lib/systemd/system/mbcf-links.service
+	echo ./etc/mbcf/links.conf
+	echo ./usr/share/man/man8/mbcf-links.8.gz
 } | with_parents >"$work/dkms.want"
 expect_list "mbcf-dkms files" "$work/dkms.want" "$work/dkms.list"
 dpkg-deb -x "$dkms_deb" "$work/dkms"
@@ -161,6 +165,16 @@ expect_eq "mbcf-dkms postinst: all kernels" 1 \
 	"$(grep -c '^	autoinstall_all_kernels=yes$' "$work/dkms.ctl/postinst")"
 expect_eq "mbcf-dkms prerm: dkms remove" 1 \
 	"$(grep -c 'dkms remove -m $DKMS_NAME -v $DKMS_VERSION --all' "$work/dkms.ctl/prerm")"
+
+# Boot persistence: the tool, its unit (enabled and started by the
+# maintainer scripts dh_installsystemd wrote) and the config, a conffile.
+for f in usr/sbin/mbcf-links lib/systemd/system/mbcf-links.service etc/mbcf/links.conf; do
+	cmp -s "$src/tools/${f##*/}" "$work/dkms/$f" || fail "$f is not tools/${f##*/}"
+done
+expect_eq "mbcf-links mode" "-rwxr-xr-x" "$(stat -c %A "$work/dkms/usr/sbin/mbcf-links")"
+expect_eq "mbcf-dkms conffiles" /etc/mbcf/links.conf "$(cat "$work/dkms.ctl/conffiles")"
+expect_eq "mbcf-dkms postinst: mbcf-links.service enabled" 1 \
+	"$(grep -c "deb-systemd-helper enable 'mbcf-links.service'" "$work/dkms.ctl/postinst")"
 
 # --- the module the CMake build made carries the same version -------------------
 if [ -n "$ko" ]; then
