@@ -89,9 +89,20 @@ fi
 # A kernel of the rig's own (run.sh --debug-kernel): its modules index
 # (modules.builtin*, depmod's files) and mbcf.ko live in a host dir.  Linked
 # after the install above, so the index checks there never look into it.
+# Where the host has that kernel installed too (run.sh --kernel-dir of a
+# kernel under /), /lib/modules/REL is a real directory, which a link
+# cannot replace: its files that are not links to the host's own (extra/,
+# depmod's index) are copied over it into the overlay instead.
 if [ -n "${VM_MODULES_DIR:-}" ]; then
-	ln -sfn "$VM_MODULES_DIR" "/lib/modules/$(uname -r)" || fail_setup "link $VM_MODULES_DIR"
-	vm_log "modules of $(uname -r) from $VM_MODULES_DIR"
+	kv=$(uname -r)
+	if [ -d "/lib/modules/$kv" ] && [ ! -L "/lib/modules/$kv" ]; then
+		for f in "$VM_MODULES_DIR"/*; do
+			[ -L "$f" ] || cp -a "$f" "/lib/modules/$kv/" || fail_setup "copy $f"
+		done
+	else
+		ln -sfn "$VM_MODULES_DIR" "/lib/modules/$kv" || fail_setup "link $VM_MODULES_DIR"
+	fi
+	vm_log "modules of $kv from $VM_MODULES_DIR"
 fi
 
 if [ "$VM_TOPOLOGY" = 1 ]; then
