@@ -32,6 +32,8 @@
 #include <infiniband/driver.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
+#include "compat.h"
+
 #include <rdma/mbcf-abi.h>
 #include <mbcf/ring.h>
 
