@@ -15,7 +15,10 @@
 #     installed one when the ABIs agree, else rdma-core's own IN_PLACE build
 #     (LD_LIBRARY_PATH), where it is also staged with its .driver file;
 #   - a provider for another ABI than the installed one does NOT load into
-#     the installed libibverbs (the symbol versions are real).
+#     the installed libibverbs (the symbol versions are real), and that
+#     build refuses the `package` target;
+#   - the package dependency the build writes (provider/ibverbs-depends) is
+#     exactly the releases with that ABI.
 # The rdma-core source, its build and BUILDDIR are kept: a re-run rebuilds
 # only the provider.
 set -euo pipefail
@@ -86,5 +89,22 @@ else
 	grep -q "version \`IBVERBS_PRIVATE_$pabi' not found" <<<"$out" ||
 		fail "installed libibverbs refused it for another reason: $out"
 	echo "refused by the installed libibverbs (private ABI $host_pabi): IBVERBS_PRIVATE_$pabi not found"
+fi
+# The first release with another private ABI (rdma-core's release tags);
+# for the newest ABI the release after the one built against.
+case $pabi in
+34) end=57 ;; 57) end=59 ;; 59) end=64 ;; 64) end=65 ;; *) end=$((${got_ver%%.*} + 1)) ;;
+esac
+dep=$(cat "$build/provider/ibverbs-depends")
+[ "$dep" = "libibverbs1 (>= $pabi~), libibverbs1 (<< $end~)" ] ||
+	fail "package dependency '$dep', expected libibverbs1 (>= $pabi~), libibverbs1 (<< $end~)"
+echo "package dependency: $dep"
+if [ "$pabi" != "$host_pabi" ]; then
+	if out=$(cmake --build "$build" --target package 2>&1); then
+		fail "the package target built packages of a provider for private ABI $pabi"
+	fi
+	grep -q "package: this build's provider is for private ABI $pabi" <<<"$out" ||
+		fail "the package target failed for another reason: $(tail -n 5 <<<"$out")"
+	echo "package target refused (private ABI $pabi is not the installed libibverbs')"
 fi
 echo "abi-build($suite): PASS: lib$target.so for rdma-core $version"
