@@ -82,13 +82,16 @@ function(_mbcf_rc_fetch out_var)
     file(REMOVE_RECURSE "${_rc_root}/src")
     file(ARCHIVE_EXTRACT INPUT "${MBCF_RDMA_CORE_SOURCE}"
       DESTINATION "${_rc_root}/src")
-    file(GLOB _trees LIST_DIRECTORIES true "${_rc_root}/src/rdma-core-*")
+    # rdma-core-<ver>/ up to 56.1; Debian's 65.0 orig tarball unpacks to
+    # linux-rdma-rdma-core-<commit>/.
+    file(GLOB _trees "${_rc_root}/src/*/CMakeLists.txt")
     list(LENGTH _trees _n)
     if(NOT _n EQUAL 1)
       set(MBCF_RDMA_CORE_ERROR
-        "${MBCF_RDMA_CORE_SOURCE} does not unpack to one rdma-core-* directory" PARENT_SCOPE)
+        "${MBCF_RDMA_CORE_SOURCE} does not unpack to one source tree" PARENT_SCOPE)
       return()
     endif()
+    get_filename_component(_trees "${_trees}" DIRECTORY)
     set(${out_var} "${_trees}" PARENT_SCOPE)
     return()
   endif()
