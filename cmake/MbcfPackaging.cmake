@@ -43,20 +43,44 @@ install(DIRECTORY ${MBCF_DKMS_TREE}/
   COMPONENT dkms EXCLUDE_FROM_ALL)
 
 # The provider's libibverbs ABI, for the package's dependency (debian/rules
-# reads this file): dpkg-shlibdeps gives the lower bound from libibverbs1's
-# symbols file (IBVERBS_PRIVATE_34 symbols are tagged 34 or later); the upper
-# bound is the first rdma-core release with another private ABI, which
-# libibverbs1's own "Breaks: ibverbs-providers (<< N~)" does not extend to
-# providers outside rdma-core.
+# reads this file): the releases with the private ABI it was built for,
+# libibverbs1 (>= <ABI>~) and (<< <end>~).  dpkg-shlibdeps gives the same
+# lower bound from libibverbs1's symbols file (IBVERBS_PRIVATE_<n> symbols
+# are tagged <n> or later); the upper bound is the first rdma-core release
+# with another private ABI, which libibverbs1's own "Breaks:
+# ibverbs-providers (<< N~)" does not extend to providers outside rdma-core.
+# For the newest ABI no such release is known yet: the bound is the next
+# rdma-core release after the one built against (65.0: << 66~), so the
+# package never claims a libibverbs nobody has checked.
 get_directory_property(_mbcf_pabi DIRECTORY ${PROJECT_SOURCE_DIR}/provider
   DEFINITION MBCF_RDMA_CORE_PABI_VERSION)
 get_directory_property(_mbcf_pabi_end DIRECTORY ${PROJECT_SOURCE_DIR}/provider
   DEFINITION MBCF_RDMA_CORE_PABI_END)
 get_directory_property(_mbcf_rc_src DIRECTORY ${PROJECT_SOURCE_DIR}/provider
   DEFINITION MBCF_RDMA_CORE_SOURCE_DIR)
+get_directory_property(_mbcf_rc_ver DIRECTORY ${PROJECT_SOURCE_DIR}/provider
+  DEFINITION MBCF_RDMA_CORE_VERSION)
+get_directory_property(_mbcf_rc_own DIRECTORY ${PROJECT_SOURCE_DIR}/provider
+  DEFINITION MBCF_RDMA_CORE_OWN_LIBIBVERBS)
+if(_mbcf_pabi AND NOT _mbcf_pabi_end AND _mbcf_rc_ver MATCHES "^([0-9]+)")
+  math(EXPR _mbcf_pabi_end "${CMAKE_MATCH_1} + 1")
+endif()
 if(_mbcf_pabi AND _mbcf_pabi_end)
   file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/provider/ibverbs-depends
-    CONTENT "libibverbs1 (<< ${_mbcf_pabi_end}~)\n")
+    CONTENT "libibverbs1 (>= ${_mbcf_pabi}~), libibverbs1 (<< ${_mbcf_pabi_end}~)\n")
+endif()
+
+if(_mbcf_rc_own)
+  # A provider for another private ABI than the installed libibverbs' links
+  # rdma-core's own build: a package of it would install into that build
+  # tree and take its dependencies from the wrong libibverbs1.  Packages
+  # for another release are built on that release (docs/packaging.md).
+  add_custom_target(package
+    COMMAND ${CMAKE_COMMAND} -E echo
+      "package: this build's provider is for private ABI ${_mbcf_pabi} (rdma-core ${_mbcf_rc_ver}), the installed libibverbs has another; build the packages on a system with rdma-core ${_mbcf_rc_ver} (docs/packaging.md)"
+    COMMAND ${CMAKE_COMMAND} -E false
+    VERBATIM)
+  return()
 endif()
 
 add_custom_target(package

@@ -1,4 +1,6 @@
-# rdma-core 44.0's private provider headers, generated at configure time.
+# rdma-core's private provider headers (and, for another private ABI than
+# the installed libibverbs', that release's libibverbs), generated at
+# configure time.
 #
 # A provider is built against headers that libibverbs-dev does not ship
 # (infiniband/driver.h, kern-abi.h, the generated kernel-abi/*.h, ccan/,
@@ -6,41 +8,55 @@
 # package, never copied into this repository:
 #
 #   1. obtain the source: MBCF_RDMA_CORE_SOURCE if set (an unpacked tree or
-#      an orig tarball), otherwise Debian's source package through apt
-#      (fetch-rdma-core.sh: 44.0 from Debian 12's deb-src, else Debian 13's
-#      56.1, whose 44.0 orig tarball the archive may no longer serve);
-#   2. check it has private ABI 34 (what Debian 12's libibverbs 44.0
-#      exports as IBVERBS_PRIVATE_34; provider.abi checks the ops layout);
+#      an orig tarball); else MBCF_RDMA_CORE_SUITE's source package (a
+#      Debian suite: trixie = 56.1, unstable = 65.0); else the source of the
+#      installed libibverbs (fetch-rdma-core.sh: 44.0 from Debian 12's
+#      deb-src, else Debian 13's 56.1, whose private ABI is the same);
+#   2. read its private ABI (IBVERBS_PABI_VERSION: 34 for rdma-core 34 to
+#      56.1, then 57, 59, 64, 65) and compare it with the installed
+#      libibverbs' (its IBVERBS_PRIVATE_<n> symbol version);
 #   3. configure it with its own CMake (no pyverbs, no man pages, no libnl)
-#      and build only the `kern-abi` target.
+#      and build the `kern-abi` target; when the private ABIs differ, the
+#      provider cannot be linked against the installed libibverbs, so the
+#      tree is configured IN_PLACE (it loads providers from its own lib/
+#      and reads its own etc/libibverbs.d) and its libibverbs, example
+#      programs (ibv_devices, ibv_devinfo, ibv_rc_pingpong, ...) and the
+#      libmlx5/libefa that perftest links are built too.
 #
 # Everything lives in ${CMAKE_BINARY_DIR}/_deps/rdma-core; a stamp file makes
 # a re-configure free.  Delete that directory to start over.
 #
 # Results (normal variables in the including scope):
 #   MBCF_RDMA_CORE_FOUND         TRUE when the headers are ready
-#   MBCF_RDMA_CORE_VERSION       the release used: "44.0", or "56.1" (same
-#                                private ABI) where 44.0's tarball is gone
-#   MBCF_RDMA_CORE_PABI_VERSION  "34"
-#   MBCF_RDMA_CORE_PABI_END      "57": the first rdma-core release with another
-#                                private ABI (the package's upper bound)
+#   MBCF_RDMA_CORE_VERSION       the release used ("44.0", "56.1", "65.0")
+#   MBCF_RDMA_CORE_PABI_VERSION  its private ABI ("34", ..., "65")
+#   MBCF_RDMA_CORE_PABI_END      the first rdma-core release with another
+#                                private ABI ("57" for 34; empty when not
+#                                known: the newest ABI)
+#   MBCF_RDMA_CORE_HOST_PABI     the installed libibverbs' private ABI
+#   MBCF_RDMA_CORE_OWN_LIBIBVERBS TRUE when linking against the libibverbs
+#                                built here (private ABI != host's)
 #   MBCF_RDMA_CORE_SOURCE_DIR    the rdma-core source tree
 #   MBCF_RDMA_CORE_BINARY_DIR    its build tree
 #   MBCF_RDMA_CORE_INCLUDE_DIRS  include path of a provider
 #   MBCF_RDMA_CORE_PROVIDER_MAP  buildlib/provider.map (version script)
 #   MBCF_RDMA_CORE_ERROR         why it is not found (when not found)
-# and the INTERFACE target mbcf::rdma-core-private (include dirs, defines).
+# and the INTERFACE targets mbcf::rdma-core-private (include dirs, defines)
+# and mbcf::ibverbs (the libibverbs to link: installed or built here).
 
 include_guard(GLOBAL)
 
 set(MBCF_RDMA_CORE_REQUIRED_VERSION "44.0")
-set(MBCF_RDMA_CORE_REQUIRED_PABI "34")
-# rdma-core 34 ... 56 export IBVERBS_PRIVATE_34; v57.0 moved to
-# IBVERBS_PRIVATE_57 (rdma-core's git history), so libibverbs 57 and later
-# cannot load this provider.
-set(MBCF_RDMA_CORE_REQUIRED_PABI_END "57")
+# The oldest private ABI the provider supports (rdma-core 34 ... 56.1).
+set(MBCF_RDMA_CORE_MIN_PABI "34")
+# Each private ABI and the first rdma-core release that left it (rdma-core's
+# CMakeLists.txt, IBVERBS_PABI_VERSION, per release tag): a provider built
+# for ABI <n> loads in libibverbs [n, end).  The newest has no end yet.
+set(_rc_pabi_ends "34:57" "57:59" "59:64" "64:65")
 set(MBCF_RDMA_CORE_SOURCE "" CACHE PATH
-  "rdma-core ${MBCF_RDMA_CORE_REQUIRED_VERSION} source tree or orig tarball; empty: apt-get source")
+  "rdma-core source tree or orig tarball; empty: apt-get source")
+set(MBCF_RDMA_CORE_SUITE "" CACHE STRING
+  "Debian suite whose rdma-core source package to build against (trixie, unstable, ...); empty: the installed libibverbs' release")
 
 set(_rc_root "${CMAKE_BINARY_DIR}/_deps/rdma-core")
 set(_rc_build "${_rc_root}/build")
@@ -66,22 +82,26 @@ function(_mbcf_rc_fetch out_var)
     file(REMOVE_RECURSE "${_rc_root}/src")
     file(ARCHIVE_EXTRACT INPUT "${MBCF_RDMA_CORE_SOURCE}"
       DESTINATION "${_rc_root}/src")
-    file(GLOB _trees LIST_DIRECTORIES true "${_rc_root}/src/rdma-core-*")
+    # rdma-core-<ver>/ up to 56.1; Debian's 65.0 orig tarball unpacks to
+    # linux-rdma-rdma-core-<commit>/.
+    file(GLOB _trees "${_rc_root}/src/*/CMakeLists.txt")
     list(LENGTH _trees _n)
     if(NOT _n EQUAL 1)
       set(MBCF_RDMA_CORE_ERROR
-        "${MBCF_RDMA_CORE_SOURCE} does not unpack to one rdma-core-* directory" PARENT_SCOPE)
+        "${MBCF_RDMA_CORE_SOURCE} does not unpack to one source tree" PARENT_SCOPE)
       return()
     endif()
+    get_filename_component(_trees "${_trees}" DIRECTORY)
     set(${out_var} "${_trees}" PARENT_SCOPE)
     return()
   endif()
 
   # Debian's source package, through apt (see fetch-rdma-core.sh for why
   # the fallback to Debian 13's package exists).
-  message(STATUS "rdma-core: fetching Debian's rdma-core source with apt")
+  message(STATUS "rdma-core: fetching Debian's rdma-core source with apt ${MBCF_RDMA_CORE_SUITE}")
   execute_process(
     COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/fetch-rdma-core.sh" "${_rc_root}/fetch"
+      ${MBCF_RDMA_CORE_SUITE}
     OUTPUT_VARIABLE _tree OUTPUT_STRIP_TRAILING_WHITESPACE
     ERROR_VARIABLE _err
     TIMEOUT 600
@@ -93,9 +113,9 @@ function(_mbcf_rc_fetch out_var)
   set(${out_var} "${_tree}" PARENT_SCOPE)
 endfunction()
 
-# Checks version and private ABI of the tree in ${src}; sets
-# MBCF_RDMA_CORE_ERROR on mismatch.
-function(_mbcf_rc_check_version src)
+# Reads the private ABI of the tree in ${src} into ${out_var}; sets
+# MBCF_RDMA_CORE_ERROR when the provider does not support it.
+function(_mbcf_rc_check_version src out_var)
   file(STRINGS "${src}/CMakeLists.txt" _lines
     REGEX "^set\\((PACKAGE_VERSION|IBVERBS_PABI_VERSION) ")
   set(_ver "")
@@ -107,16 +127,36 @@ function(_mbcf_rc_check_version src)
       set(_pabi "${CMAKE_MATCH_1}")
     endif()
   endforeach()
-  if(NOT _pabi STREQUAL MBCF_RDMA_CORE_REQUIRED_PABI)
+  set(${out_var} "${_pabi}" PARENT_SCOPE)
+  if(NOT _pabi MATCHES "^[0-9]+$" OR _pabi LESS MBCF_RDMA_CORE_MIN_PABI)
     set(MBCF_RDMA_CORE_ERROR
-      "${src} is rdma-core '${_ver}' (private ABI '${_pabi}'); the provider needs private ABI ${MBCF_RDMA_CORE_REQUIRED_PABI} (IBVERBS_PRIVATE_${MBCF_RDMA_CORE_REQUIRED_PABI}), that of Debian 12's libibverbs 44.0"
+      "${src} is rdma-core '${_ver}' (private ABI '${_pabi}'); the provider needs private ABI ${MBCF_RDMA_CORE_MIN_PABI} (rdma-core 34) or newer"
       PARENT_SCOPE)
   endif()
-
 endfunction()
 
-# Configures ${src} into ${_rc_build} and builds the kern-abi target.
-function(_mbcf_rc_build src)
+# The installed libibverbs' private ABI: the N of the IBVERBS_PRIVATE_N
+# symbol version libibverbs.so.1 defines; empty if none is installed.
+function(_mbcf_rc_host_pabi out_var)
+  set(${out_var} "" PARENT_SCOPE)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_get_variable(_libdir libibverbs libdir)
+  endif()
+  find_program(MBCF_OBJDUMP NAMES objdump)
+  if(NOT _libdir OR NOT MBCF_OBJDUMP OR NOT EXISTS "${_libdir}/libibverbs.so.1")
+    return()
+  endif()
+  execute_process(COMMAND "${MBCF_OBJDUMP}" -p "${_libdir}/libibverbs.so.1"
+    OUTPUT_VARIABLE _out ERROR_QUIET)
+  if(_out MATCHES "IBVERBS_PRIVATE_([0-9]+)")
+    set(${out_var} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Configures ${src} into ${_rc_build} and builds the kern-abi target, and
+# with ${own} its libibverbs and tools (IN_PLACE).
+function(_mbcf_rc_build src own)
   find_program(MBCF_NINJA NAMES ninja ninja-build)
   if(MBCF_NINJA)
     set(_gen -G Ninja "-DCMAKE_MAKE_PROGRAM=${MBCF_NINJA}")
@@ -127,7 +167,7 @@ function(_mbcf_rc_build src)
   message(STATUS "rdma-core: configuring ${src}")
   execute_process(
     COMMAND "${CMAKE_COMMAND}" ${_gen} -S "${src}" -B "${_rc_build}"
-      "-DCMAKE_C_COMPILER=${CMAKE_C_COMPILER}" ${_rc_options}
+      "-DCMAKE_C_COMPILER=${CMAKE_C_COMPILER}" ${_rc_options} -DIN_PLACE=${own}
     OUTPUT_FILE "${_rc_root}/configure.log" ERROR_FILE "${_rc_root}/configure.log"
     RESULT_VARIABLE _rv)
   if(NOT _rv EQUAL 0)
@@ -135,16 +175,27 @@ function(_mbcf_rc_build src)
       "configuring rdma-core failed, see ${_rc_root}/configure.log" PARENT_SCOPE)
     return()
   endif()
-  message(STATUS "rdma-core: building target kern-abi")
+  set(_targets kern-abi)
+  if(own)
+    list(APPEND _targets ${_rc_own_targets})
+  endif()
+  message(STATUS "rdma-core: building ${_targets}")
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" --build "${_rc_build}" --target kern-abi
+    COMMAND "${CMAKE_COMMAND}" --build "${_rc_build}" --target ${_targets}
     OUTPUT_FILE "${_rc_root}/build.log" ERROR_FILE "${_rc_root}/build.log"
     RESULT_VARIABLE _rv)
   if(NOT _rv EQUAL 0)
     set(MBCF_RDMA_CORE_ERROR
-      "building rdma-core's kern-abi target failed, see ${_rc_root}/build.log" PARENT_SCOPE)
+      "building rdma-core's ${_targets} failed, see ${_rc_root}/build.log" PARENT_SCOPE)
   endif()
 endfunction()
+
+# What a provider built against rdma-core's own libibverbs gets besides
+# kern-abi: that libibverbs, its example programs (the guest's verbs tests
+# run them), and the two provider libraries perftest links directly
+# (libmlx5, libefa: the installed ones need the installed private ABI).
+set(_rc_own_targets ibverbs mlx5 efa ibv_devices ibv_devinfo ibv_rc_pingpong
+  ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong)
 
 # What a provider includes; all must exist after kern-abi is built.
 set(_rc_needed
@@ -155,7 +206,13 @@ function(_mbcf_rc_prepare)
   set(_src "")
   set(MBCF_RDMA_CORE_FOUND FALSE PARENT_SCOPE)
   set(MBCF_RDMA_CORE_ERROR "" PARENT_SCOPE)
-  string(SHA1 _key "${MBCF_RDMA_CORE_REQUIRED_VERSION};${MBCF_RDMA_CORE_SOURCE};${_rc_options};${CMAKE_C_COMPILER}")
+  _mbcf_rc_host_pabi(_host_pabi)
+  set(MBCF_RDMA_CORE_HOST_PABI "${_host_pabi}" PARENT_SCOPE)
+  set(_keyin "${MBCF_RDMA_CORE_REQUIRED_VERSION};${MBCF_RDMA_CORE_SOURCE};${_rc_options};${CMAKE_C_COMPILER}")
+  if(MBCF_RDMA_CORE_SUITE)
+    string(APPEND _keyin ";${MBCF_RDMA_CORE_SUITE};${_host_pabi};${_rc_own_targets}")
+  endif()
+  string(SHA1 _key "${_keyin}")
   set(_stamp "${_rc_root}/ready.stamp")
   if(EXISTS "${_stamp}")
     file(STRINGS "${_stamp}" _st)
@@ -179,12 +236,16 @@ function(_mbcf_rc_prepare)
       set(MBCF_RDMA_CORE_ERROR "${MBCF_RDMA_CORE_ERROR}" PARENT_SCOPE)
       return()
     endif()
-    _mbcf_rc_check_version("${_src}")
+    _mbcf_rc_check_version("${_src}" _pabi)
     if(MBCF_RDMA_CORE_ERROR)
       set(MBCF_RDMA_CORE_ERROR "${MBCF_RDMA_CORE_ERROR}" PARENT_SCOPE)
       return()
     endif()
-    _mbcf_rc_build("${_src}")
+    set(_own 0)
+    if(NOT _pabi STREQUAL _host_pabi)
+      set(_own 1)
+    endif()
+    _mbcf_rc_build("${_src}" ${_own})
     if(MBCF_RDMA_CORE_ERROR)
       set(MBCF_RDMA_CORE_ERROR "${MBCF_RDMA_CORE_ERROR}" PARENT_SCOPE)
       return()
@@ -196,6 +257,11 @@ function(_mbcf_rc_prepare)
         return()
       endif()
     endforeach()
+    if(_own AND NOT EXISTS "${_rc_build}/lib/libibverbs.so.1")
+      set(MBCF_RDMA_CORE_ERROR
+        "rdma-core's build did not produce lib/libibverbs.so.1 in ${_rc_build}" PARENT_SCOPE)
+      return()
+    endif()
     file(WRITE "${_stamp}" "${_key}\n${_src}\n")
   endif()
 
@@ -209,8 +275,17 @@ if(MBCF_RDMA_CORE_FOUND)
   file(STRINGS "${MBCF_RDMA_CORE_SOURCE_DIR}/CMakeLists.txt" _rc_verline
     REGEX "^set\\(PACKAGE_VERSION ")
   string(REGEX REPLACE ".*\"([^\"]+)\".*" "\\1" MBCF_RDMA_CORE_VERSION "${_rc_verline}")
-  set(MBCF_RDMA_CORE_PABI_VERSION "${MBCF_RDMA_CORE_REQUIRED_PABI}")
-  set(MBCF_RDMA_CORE_PABI_END "${MBCF_RDMA_CORE_REQUIRED_PABI_END}")
+  _mbcf_rc_check_version("${MBCF_RDMA_CORE_SOURCE_DIR}" MBCF_RDMA_CORE_PABI_VERSION)
+  set(MBCF_RDMA_CORE_PABI_END "")
+  foreach(_e IN LISTS _rc_pabi_ends)
+    if(_e MATCHES "^${MBCF_RDMA_CORE_PABI_VERSION}:([0-9]+)$")
+      set(MBCF_RDMA_CORE_PABI_END "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  set(MBCF_RDMA_CORE_OWN_LIBIBVERBS FALSE)
+  if(NOT MBCF_RDMA_CORE_PABI_VERSION STREQUAL MBCF_RDMA_CORE_HOST_PABI)
+    set(MBCF_RDMA_CORE_OWN_LIBIBVERBS TRUE)
+  endif()
   set(MBCF_RDMA_CORE_BINARY_DIR "${_rc_build}")
   # rdma-core publishes every header a provider may use (its libibverbs,
   # ccan/, util/, kernel-headers/ as rdma/, generated kernel-abi/, config.h
@@ -225,5 +300,21 @@ if(MBCF_RDMA_CORE_FOUND)
     # rdma-core builds everything as gnu11 with _GNU_SOURCE semantics.
     target_compile_definitions(mbcf_rdma_core_private INTERFACE _GNU_SOURCE)
   endif()
-  message(STATUS "rdma-core ${MBCF_RDMA_CORE_VERSION} provider headers: ${MBCF_RDMA_CORE_INCLUDE_DIRS}")
+  if(NOT TARGET mbcf::ibverbs)
+    add_library(mbcf_ibverbs INTERFACE)
+    add_library(mbcf::ibverbs ALIAS mbcf_ibverbs)
+    if(MBCF_RDMA_CORE_OWN_LIBIBVERBS)
+      target_link_libraries(mbcf_ibverbs INTERFACE "${_rc_build}/lib/libibverbs.so")
+    else()
+      find_package(PkgConfig REQUIRED)
+      pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)
+      target_link_libraries(mbcf_ibverbs INTERFACE PkgConfig::IBVERBS)
+    endif()
+  endif()
+  if(MBCF_RDMA_CORE_OWN_LIBIBVERBS)
+    set(_rc_lib "rdma-core ${MBCF_RDMA_CORE_VERSION}'s own libibverbs (${_rc_build}/lib; the installed one has private ABI '${MBCF_RDMA_CORE_HOST_PABI}')")
+  else()
+    set(_rc_lib "the installed libibverbs")
+  endif()
+  message(STATUS "rdma-core ${MBCF_RDMA_CORE_VERSION} provider headers (private ABI ${MBCF_RDMA_CORE_PABI_VERSION}): ${MBCF_RDMA_CORE_INCLUDE_DIRS}; linking ${_rc_lib}")
 endif()

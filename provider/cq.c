@@ -360,8 +360,8 @@ struct ibv_cq_ex *mbcf_cq_create_ex(struct ibv_context *ibctx,
 	if (!cq)
 		return NULL;
 	/* The kernel checks cqe and comp_vector (EINVAL). */
-	ret = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, NULL, 0,
-				   &resp.ibv_resp, sizeof(resp), 0);
+	ret = mbcf_cmd_create_cq_ex(ibctx, attr, &cq->vcq, NULL, 0,
+				    &resp.ibv_resp, sizeof(resp), 0);
 	if (ret)
 		goto err_free;
 	ret = mbcf_cq_map(cq, ibctx, &resp.drv);

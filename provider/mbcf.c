@@ -71,8 +71,8 @@ static struct verbs_context *mbcf_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 
-	ret = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd),
-				  &resp.ibv_resp, sizeof(resp));
+	ret = mbcf_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_uninit;
 

@@ -19,6 +19,8 @@
  *          with one set of checks; a system call only to ring the doorbell
  *          when the kernel has gone idle
  *
+ * compat.h the differences between rdma-core's private provider ABIs
+ *
  * The rings themselves (layout, indices, barriers, doorbell protocol) are
  * include/mbcf/ring.h, compiled unchanged by the kernel module.
  */
@@ -31,6 +33,8 @@
 
 #include <infiniband/driver.h>
 #include <rdma/ib_user_ioctl_verbs.h>
+
+#include "compat.h"
 
 #include <rdma/mbcf-abi.h>
 #include <mbcf/ring.h>

@@ -12,6 +12,10 @@ src=/etc/apt/sources.list.d/debian.sources
 if [ -f "$src" ] && ! grep -q '^Types:.*deb-src' "$src"; then
 	sed -i 's/^Types: deb$/Types: deb deb-src/' "$src"
 fi
+# The provider's builds for newer rdma-core releases (-DMBCF_RDMA_CORE_SUITE=,
+# the "abi" test label) take trixie's and unstable's rdma-core source package
+# through a private apt state in their build dir (cmake/fetch-rdma-core.sh):
+# no suite is added here, and they need no package beyond the ones below.
 
 pkgs=(
 	# build

@@ -11,7 +11,9 @@
 # of compiling under TCG; pkg.dkms builds it natively in every run),
 # `scripts/test.sh -L dkms`.  Without a label option of the caller's
 # (-L/-LE/--label-regex/--label-exclude) or a test regex naming "debug" or
-# "package", ctest gets -LE '^(debug|dkms)$'.
+# "package", ctest gets -LE '^(debug|dkms)$'.  The "abi" label (the provider
+# built against rdma-core 56.1 and 65 from Debian's source packages,
+# tests/provider/abi; vm.abi_newest needs it) runs by default.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
