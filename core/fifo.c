@@ -106,8 +106,8 @@ int mbcf_fifo_push(const struct mbcf_fifo *f, u32 qpn,
 	if (s.pad) {
 		u32 zero = 0;
 
-		/* the consumer zeroed it, unless it lies: then it lies to
-		 * itself only, and a SKIP needs no qpn anyway */
+		/* a SKIP's qpn is 0 (16.1); a failure here fails the
+		 * record's own write below */
 		f->mem->write(f->env, off + 4, (const u8 *)&zero, sizeof(zero));
 		f->mem->publish(f->env, off, MBCF_FIFO_READY | MBCF_FIFO_SKIP |
 				(s.pad - MBCF_FIFO_REC_HDR));

@@ -368,3 +368,43 @@ TEST_F(FifoRx, APushInsideAWriteIsAnInvalidRequest)
 }
 
 }  // namespace
+
+class FifoRxUc : public FifoRx {
+protected:
+	void SetUp() override
+	{
+		mbcf_conn_cfg ca = default_cfg(0x11, 0x22, 100, 200);
+		mbcf_conn_cfg cb = default_cfg(0x22, 0x11, 200, 100);
+
+		ca.uc = cb.uc = true;
+		setup(ca, cb);
+		b.add_fifo(kFkey, 256);
+	}
+};
+
+// Unreliable (10): a push with no room or an unknown key is dropped whole
+// and silently; the connection stays up and the next push lands.
+TEST_F(FifoRxUc, RefusedPushesAreDroppedSilently)
+{
+	push(120, 1);
+	push(120, 2);
+	push(56, 3);		/* no room */
+	push(8, 4, kFkey + 1);	/* unknown key */
+	settle(a, b, now);
+	EXPECT_TRUE(b.out.empty());	/* no STOP, no NAK */
+	EXPECT_EQ(b.conn.state, MBCF_CONN_RTS);
+	EXPECT_EQ(tail(), 256u);
+	ASSERT_EQ(a.cqes.size(), 4u);
+
+	std::vector<uint8_t> d;
+	ASSERT_TRUE(pop(&d));
+	push(8, 5);
+	settle(a, b, now);
+	EXPECT_EQ(tail(), 256u + 16);
+	ASSERT_TRUE(pop(&d));
+	EXPECT_EQ(d, std::vector<uint8_t>(120, 2));
+	ASSERT_TRUE(pop(&d));
+	EXPECT_EQ(d, std::vector<uint8_t>(8, 5));
+	EXPECT_FALSE(pop(&d));
+	EXPECT_EQ(rx_unaccounted(b), 0);
+}
