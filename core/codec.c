@@ -36,6 +36,7 @@ static const struct codec_op codec_ops[MBCF_OP_MAX] = {
 				  SEG_FLAGS | MBCF_F_SOLICITED, true },
 	[MBCF_OP_SEND_INV]    = { "SEND_INV", 32, PL_DATA,
 				  SEG_FLAGS | MBCF_F_SOLICITED, true },
+	[MBCF_OP_FIFO_PUSH]   = { "FIFO_PUSH", 28, PL_DATA, SEG_FLAGS, true },
 	[MBCF_OP_ACK]	      = { "ACK", 24, PL_NONE, MBCF_F_ACKREQ, false },
 	[MBCF_OP_LOST]	      = { "LOST", MBCF_LOST_HDR_LEN, PL_NONE,
 				  MBCF_F_ACKREQ, true },
@@ -152,6 +153,11 @@ static bool codec_parse_ext(const u8 *b, struct mbcf_frame *f)
 		f->rkey = mbcf_get_be32(b + MBCF_OFF_INV_RKEY);
 		f->offset = mbcf_get_be32(b + MBCF_OFF_OFFSET);
 		return (u64)f->offset + f->paylen <= MBCF_MSG_MAX;
+	case MBCF_OP_FIFO_PUSH:
+		/* a record is one frame (16.3) */
+		f->rkey = mbcf_get_be32(b + MBCF_OFF_FKEY);
+		return (f->flags & (MBCF_F_FIRST | MBCF_F_LAST)) ==
+		       (MBCF_F_FIRST | MBCF_F_LAST);
 	case MBCF_OP_LOST:
 		f->seen = mbcf_get_be32(b + MBCF_OFF_SEEN);
 		f->placed = b + MBCF_OFF_PLACED;
@@ -308,6 +314,9 @@ static void codec_build_ext(const struct mbcf_frame *f, u8 *b)
 	case MBCF_OP_SEND_INV:
 		mbcf_put_be32(b + MBCF_OFF_INV_RKEY, f->rkey);
 		mbcf_put_be32(b + MBCF_OFF_OFFSET, f->offset);
+		break;
+	case MBCF_OP_FIFO_PUSH:
+		mbcf_put_be32(b + MBCF_OFF_FKEY, f->rkey);
 		break;
 	case MBCF_OP_LOST:
 		mbcf_put_be32(b + MBCF_OFF_SEEN, f->seen & MBCF_PSN_MASK);

@@ -6,6 +6,7 @@
  * sections 5, 7 and 9.  Only frames that passed mbcf_codec_parse get here.
  */
 #include "internal.h"
+#include <mbcf/fifo.h>
 
 static void recv_complete(struct mbcf_conn *c, u8 op, u8 st, u32 byte_len,
 			  const struct mbcf_frame *f)
@@ -255,6 +256,50 @@ static int recv_atomic_resp(struct mbcf_conn *c, const struct mbcf_frame *f)
 	return MBCF_RX_ACCEPT;
 }
 
+/* A push's enum mbcf_fifo_status as the receiver acts on it (16.3). */
+static int recv_fifo_verdict(int st, u32 flags)
+{
+	switch (st) {
+	case MBCF_FIFO_OK:
+		return MBCF_RX_ACCEPT;
+	case MBCF_FIFO_FULL:
+		return flags & MBCF_FIFO_FULL_ERROR ? MBCF_ST_REMOTE_OP_ERROR :
+						      MBCF_RX_RNR;
+	case MBCF_FIFO_BUSY:
+		return MBCF_RX_RNR;
+	case MBCF_FIFO_TOO_BIG:
+		return MBCF_ST_REMOTE_INVALID_REQUEST;
+	case MBCF_FIFO_BAD_KEY:
+		return MBCF_ST_REMOTE_ACCESS_ERROR;
+	default:	/* BAD_CTRL, FAULT */
+		return MBCF_ST_REMOTE_OP_ERROR;
+	}
+}
+
+/* FIFO_PUSH: one record, appended now or refused whole (16.3). */
+static int recv_fifo_push(struct mbcf_conn *c, const struct mbcf_frame *f)
+{
+	struct mbcf_fifo fifo = { 0 };
+	struct mbcf_iov one = { f->payload, f->paylen };
+	int st = recv_segment(c, f, MBCF_OP_FIFO_PUSH);
+
+	if (st)
+		return st;
+	if (!c->ops->fifo_get)
+		return MBCF_ST_REMOTE_ACCESS_ERROR;
+	st = c->ops->fifo_get(c->env, f->rkey, &fifo);
+	if (st == MBCF_FIFO_OK) {
+		st = mbcf_fifo_push(&fifo, c->cfg.local_qpn,
+				    f->payload ? &one : f->iov,
+				    f->payload ? 1 : f->niov);
+		if (c->ops->fifo_put)
+			c->ops->fifo_put(c->env, &fifo);
+	} else {
+		st = MBCF_FIFO_BAD_KEY;
+	}
+	return recv_fifo_verdict(st, fifo.flags);
+}
+
 typedef int (*recv_handler)(struct mbcf_conn *c, const struct mbcf_frame *f);
 
 static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
@@ -268,6 +313,7 @@ static const recv_handler recv_handlers[MBCF_OP_CONTROL_MIN] = {
 	[MBCF_OP_SEND]		= recv_send,
 	[MBCF_OP_SEND_IMM]	= recv_send,
 	[MBCF_OP_SEND_INV]	= recv_send,
+	[MBCF_OP_FIFO_PUSH]	= recv_fifo_push,
 };
 
 /*

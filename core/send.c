@@ -18,7 +18,8 @@ static bool send_has_data(u8 op)
 {
 	return op == MBCF_OP_WRITE || op == MBCF_OP_WRITE_IMM ||
 	       op == MBCF_OP_SEND || op == MBCF_OP_SEND_IMM ||
-	       op == MBCF_OP_SEND_INV || op == MBCF_OP_READ_RESP;
+	       op == MBCF_OP_SEND_INV || op == MBCF_OP_READ_RESP ||
+	       op == MBCF_OP_FIFO_PUSH;
 }
 
 static bool send_is_send(u8 op)
@@ -68,8 +69,10 @@ int mbcf_send_enqueue(struct mbcf_conn *c, const struct mbcf_wr *wr)
 
 	m = mbcf_msgq_at(&c->req, c->req.tail);
 	send_init_msg(c, m, wr->op, atomic ? 8 : local ? 0 : wr->len);
-	/* psn distances inside one message must stay far below 2^23 */
-	if (m->nframes > (1u << 22))
+	/* psn distances inside one message must stay far below 2^23; a
+	 * FIFO record is one frame (docs/protocol.md 16.3) */
+	if (m->nframes > (1u << 22) ||
+	    (wr->op == MBCF_OP_FIFO_PUSH && m->nframes != 1))
 		return MBCF_POST_INVAL;
 	m->cookie = wr->cookie;
 	m->raddr = wr->raddr;
@@ -427,6 +430,9 @@ static void send_fill_ext(const struct mbcf_msg *m, u32 i, u32 off,
 	case MBCF_OP_SEND_INV:
 		f->rkey = m->imm;
 		f->offset = off;
+		break;
+	case MBCF_OP_FIFO_PUSH:
+		f->rkey = m->rkey;
 		break;
 	default: /* SEND, SEND_IMM */
 		f->imm = m->imm;

@@ -20,6 +20,8 @@
 #include <mbcf/wire.h>
 #include <mbcf/counters.h>
 
+struct mbcf_fifo;	/* include/mbcf/fifo.h */
+
 /* Completion status (mapped 1:1 onto enum ib_wc_status by the module). */
 enum mbcf_wc_status {
 	MBCF_WC_SUCCESS = 0,
@@ -90,12 +92,13 @@ struct mbcf_payload {
 struct mbcf_wr {
 	u64 cookie;		/* opaque to the core (the kernel's wqe) */
 	u8 op;			/* WRITE, WRITE_IMM, READ_REQ, CMP_SWAP, FETCH_ADD,
-				 * SEND, SEND_IMM, SEND_INV, MBCF_OP_LOCAL */
+				 * SEND, SEND_IMM, SEND_INV, FIFO_PUSH (one
+				 * frame at most), MBCF_OP_LOCAL */
 	u8 flags;		/* MBCF_F_SOLICITED, MBCF_WR_FENCE(_ALL),
 				 * MBCF_WR_QUIET */
 	u32 len;		/* data bytes (8 for atomics, ignored) */
 	u64 raddr;		/* remote va: WRITE*, READ_REQ, atomics */
-	u32 rkey;
+	u32 rkey;		/* FIFO_PUSH: the FIFO's key */
 	u32 imm;		/* *_IMM: immediate data (opaque, host order);
 				 * SEND_INV: the key the responder invalidates */
 	u64 swap_add;		/* CMP_SWAP: swap; FETCH_ADD: add */
@@ -199,6 +202,17 @@ struct mbcf_ops {
 	/* Responder, SEND_INV: invalidate rkey (a memory window bound to this
 	 * connection): MBCF_ST_OK, or MBCF_ST_REMOTE_INVALID_REQUEST. */
 	int (*invalidate)(void *env, u32 rkey);
+	/*
+	 * Responder, FIFO_PUSH (docs/protocol.md 16): the FIFO of key fkey
+	 * this connection may push to (its PD, push access), into *f, held
+	 * until fifo_put: MBCF_FIFO_OK, or MBCF_FIFO_BAD_KEY.  The core then
+	 * appends with mbcf_fifo_push(); a FIFO without room STOPs the peer,
+	 * and the environment calls mbcf_conn_recv_posted() (which sends the
+	 * GO) when the owner rings the FIFO's doorbell.  Optional: without
+	 * it no key names a FIFO.
+	 */
+	int (*fifo_get)(void *env, u32 fkey, struct mbcf_fifo *f);
+	void (*fifo_put)(void *env, struct mbcf_fifo *f);
 };
 
 struct mbcf_conn_cfg {

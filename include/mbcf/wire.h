@@ -43,6 +43,7 @@
  *   SEND        24 offset(4)                                      = 28
  *   SEND_IMM    24 offset(4) 28 imm(4)                            = 32
  *   SEND_INV    24 offset(4) 28 inv_rkey(4)                       = 32
+ *   FIFO_PUSH   24 fkey(4)                                        = 28
  *   LOST        24 seen(4) 28 rsvd(4) 32 placed(32)               = 64
  *   ACK STOP GO (none)                                            = 24
  *   DGRAM       24 qkey(4) 28 imm(4) 32 vtf(4) 36 hop_limit(1)
@@ -54,6 +55,7 @@
  * total_len: length of the whole WRITE_IMM message (for byte_len).
  * req_psn: psn of the READ_REQ / atomic request this frame answers.
  * inv_rkey: the key the responder invalidates when the message completes.
+ * fkey: the FIFO a FIFO_PUSH appends its record to (one frame: FIRST|LAST).
  * DGRAM (unsequenced: psn and ack_psn are 0): qkey, the immediate (valid with
  * MBCF_F_IMM), and what the receiver puts in the 40-byte GRH in front of the
  * data -- vtf (6 << 28 | traffic class << 20 | flow label), hop limit, the
@@ -107,6 +109,7 @@
 #define MBCF_OFF_RESP_PSN	28	/* READ_RESP */
 #define MBCF_OFF_SEND_IMM	28	/* SEND_IMM */
 #define MBCF_OFF_INV_RKEY	28	/* SEND_INV */
+#define MBCF_OFF_FKEY		24	/* FIFO_PUSH */
 #define MBCF_OFF_OPERAND0	40	/* CMP_SWAP swap, FETCH_ADD add */
 #define MBCF_OFF_OPERAND1	48	/* CMP_SWAP compare */
 #define MBCF_OFF_AT_REQ_PSN	24	/* ATOMIC_RESP */
@@ -127,8 +130,8 @@
  * and are delivered in order exactly once); 0x10..0x1f are control frames
  * (not sequenced, may be lost, never retransmitted as such).  DGRAM (0x14)
  * is unsequenced too: a datagram for a UD QP.  Unassigned values are
- * reserved: 0x0b..0x0f for later sequenced operations (memory-based FIFO,
- * memory-based signal), 0x15..0x1f for unsequenced frames.
+ * reserved: 0x0c..0x0f for later sequenced operations (memory-based
+ * signal), 0x15..0x1f for unsequenced frames.
  */
 enum mbcf_op {
 	MBCF_OP_WRITE		= 0x01,
@@ -141,6 +144,7 @@ enum mbcf_op {
 	MBCF_OP_SEND		= 0x08,
 	MBCF_OP_SEND_IMM	= 0x09,
 	MBCF_OP_SEND_INV	= 0x0a,	/* SEND, then invalidate inv_rkey */
+	MBCF_OP_FIFO_PUSH	= 0x0b,	/* one record onto a FIFO (16) */
 	MBCF_OP_ACK		= 0x10,
 	MBCF_OP_LOST		= 0x11,
 	MBCF_OP_STOP		= 0x12,

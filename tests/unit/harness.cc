@@ -2,6 +2,8 @@
 // Callbacks of the fake environment (see harness.h).
 #include "harness.h"
 
+#include <cstdlib>
+
 namespace mbcft {
 namespace {
 
@@ -191,6 +193,69 @@ int invalidate(void *env, u32 rkey)
 	return MBCF_ST_REMOTE_INVALID_REQUEST;
 }
 
+// The FIFO's memory: one thread, plain accesses (tests/unit/test_fifo.cc
+// has the atomic ones).
+u64 fifo_head(void *env) { return E(env)->fifo_u64(MBCF_FIFO_OFF_HEAD); }
+u64 fifo_tail(void *env) { return E(env)->fifo_u64(MBCF_FIFO_OFF_TAIL); }
+
+u64 fifo_cmpxchg(void *env, u64 old, u64 nt)
+{
+	u64 &t = E(env)->fifo_u64(MBCF_FIFO_OFF_TAIL), v = t;
+
+	if (v == old)
+		t = nt;
+	return v;
+}
+
+void fifo_set_wait(void *env)
+{
+	u32 one = 1;
+
+	memcpy(E(env)->fifo_ctrl() + MBCF_FIFO_OFF_WAIT, &one, 4);
+}
+
+int fifo_write(void *env, u32 off, const u8 *src, u32 len)
+{
+	Env *e = E(env);
+
+	if ((u64)off + len > e->fifo_size)
+		abort();	/* the core asked outside the area */
+	memcpy(e->fifo_area() + off, src, len);
+	return 0;
+}
+
+void fifo_publish(void *env, u32 off, u32 word)
+{
+	Env *e = E(env);
+
+	if ((u64)off + 4 > e->fifo_size)
+		abort();
+	memcpy(e->fifo_area() + off, &word, 4);
+}
+
+const mbcf_fifo_mem kFifoMem = {
+	fifo_head, fifo_tail, fifo_cmpxchg, fifo_set_wait, fifo_write, fifo_publish,
+};
+
+int fifo_get(void *env, u32 fkey, mbcf_fifo *f)
+{
+	Env *e = E(env);
+
+	if (!e->fifo_key || fkey != e->fifo_key)
+		return MBCF_FIFO_BAD_KEY;
+	e->fifo_gets++;
+	f->size = e->fifo_size;
+	f->flags = e->fifo_flags;
+	f->mem = &kFifoMem;
+	f->env = e;
+	return MBCF_FIFO_OK;
+}
+
+void fifo_put(void *env, mbcf_fifo *f)
+{
+	E(env)->fifo_puts++;
+}
+
 }  // namespace
 
 const mbcf_ops kOps = {
@@ -209,6 +274,8 @@ const mbcf_ops kOps = {
 	.error = error,
 	.local = local,
 	.invalidate = invalidate,
+	.fifo_get = fifo_get,
+	.fifo_put = fifo_put,
 };
 
 }  // namespace mbcft

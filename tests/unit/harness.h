@@ -12,6 +12,7 @@
 
 extern "C" {
 #include <mbcf/core.h>
+#include <mbcf/fifo.h>
 #include <mbcf/seq.h>
 }
 
@@ -62,6 +63,22 @@ struct Env {
 	std::vector<uint32_t> invalidated;	// keys it did
 	int target_writes = 0, atomics = 0, flushes = 0;
 	mbcf_counters dev_ctr{};	// parse drops
+	// one FIFO (docs/protocol.md 16) under fifo_key (0: none): its
+	// control block, then the record area, in fifo_mem
+	uint32_t fifo_key = 0, fifo_size = 0, fifo_flags = 0;
+	std::vector<uint64_t> fifo_mem;
+	int fifo_gets = 0, fifo_puts = 0;
+
+	void add_fifo(uint32_t key, uint32_t size, uint32_t flags = 0)
+	{
+		fifo_key = key;
+		fifo_size = size;
+		fifo_flags = flags;
+		fifo_mem.assign((MBCF_FIFO_CTRL_LEN + size) / 8, 0);
+	}
+	uint8_t *fifo_ctrl() { return reinterpret_cast<uint8_t *>(fifo_mem.data()); }
+	uint8_t *fifo_area() { return fifo_ctrl() + MBCF_FIFO_CTRL_LEN; }
+	uint64_t &fifo_u64(uint32_t off) { return *reinterpret_cast<uint64_t *>(fifo_ctrl() + off); }
 
 	void add_region(uint32_t rkey, uint64_t base, uint64_t size, uint32_t access)
 	{

@@ -101,6 +101,11 @@ mbcf_frame sample(uint8_t op)
 		f.paylen = 1;
 		f.flags |= MBCF_F_FIRST;
 		break;
+	case MBCF_OP_FIFO_PUSH:
+		f.rkey = 0x00c0ffee;
+		f.paylen = 3;
+		f.flags |= MBCF_F_FIRST | MBCF_F_LAST;
+		break;
 	case MBCF_OP_ACK:
 		f.status = MBCF_ST_REMOTE_OP_ERROR;
 		f.flags = 0;
@@ -140,8 +145,8 @@ std::vector<uint8_t> encode(const mbcf_frame &f, uint8_t fill = 0x5a)
 const uint8_t kAllOps[] = {
 	MBCF_OP_WRITE, MBCF_OP_WRITE_IMM, MBCF_OP_READ_REQ, MBCF_OP_READ_RESP,
 	MBCF_OP_CMP_SWAP, MBCF_OP_FETCH_ADD, MBCF_OP_ATOMIC_RESP, MBCF_OP_SEND,
-	MBCF_OP_SEND_IMM, MBCF_OP_SEND_INV, MBCF_OP_ACK, MBCF_OP_LOST, MBCF_OP_STOP,
-	MBCF_OP_GO, MBCF_OP_DGRAM,
+	MBCF_OP_SEND_IMM, MBCF_OP_SEND_INV, MBCF_OP_FIFO_PUSH, MBCF_OP_ACK, MBCF_OP_LOST,
+	MBCF_OP_STOP, MBCF_OP_GO, MBCF_OP_DGRAM,
 };
 
 int parse_bytes(std::vector<uint8_t> b, mbcf_counters *ctr)
@@ -158,7 +163,9 @@ TEST(Codec, HeaderSizesFitA1500ByteFrame)
 	EXPECT_EQ(mbcf_codec_hdr_len(MBCF_OP_ACK), 24u);
 	EXPECT_EQ(mbcf_codec_hdr_len(0), 0u);
 	EXPECT_EQ(mbcf_codec_hdr_len(MBCF_OP_SEND_INV), 32u);
-	EXPECT_EQ(mbcf_codec_hdr_len(0x0b), 0u);
+	EXPECT_EQ(mbcf_codec_hdr_len(MBCF_OP_FIFO_PUSH), 28u);
+	EXPECT_EQ(mbcf_codec_max_payload(1500, MBCF_OP_FIFO_PUSH), 1472u);
+	EXPECT_EQ(mbcf_codec_hdr_len(0x0c), 0u);
 	for (uint8_t op : kAllOps)
 		EXPECT_LE(mbcf_codec_hdr_len(op), (uint32_t)MBCF_HDR_MAX);
 	EXPECT_GE(mbcf_codec_max_payload(1500, MBCF_OP_WRITE), 1440u);
@@ -217,6 +224,22 @@ TEST(Codec, FieldOffsetsAreBigEndian)
 	EXPECT_EQ(b[31], 0x00);
 	EXPECT_EQ(b[32], 0x11);
 	EXPECT_EQ(b[35], 0x44);
+}
+
+// FIFO_PUSH: fkey at 24 (big-endian), the data right after, one frame.
+TEST(Codec, FifoPushLayout)
+{
+	auto b = encode(sample(MBCF_OP_FIFO_PUSH));
+
+	ASSERT_EQ(b.size(), 28u + 3);
+	EXPECT_EQ(b[1], 0x0b);
+	EXPECT_EQ(b[2], MBCF_F_ACKREQ | MBCF_F_FIRST | MBCF_F_LAST);
+	EXPECT_EQ(b[3], 0);
+	EXPECT_EQ(b[24], 0x00);
+	EXPECT_EQ(b[25], 0xc0);
+	EXPECT_EQ(b[26], 0xff);
+	EXPECT_EQ(b[27], 0xee);
+	EXPECT_EQ(b[28], 0x5a);
 }
 
 TEST(Codec, RejectsTruncatedAtEveryLength)
@@ -410,9 +433,10 @@ TEST(Codec, BuildRejectsUnknownOpcode)
 	mbcf_frame f{};
 	uint8_t b[MBCF_HDR_MAX];
 
-	f.op = 0x0b;
+	f.op = 0x0c;
 	EXPECT_EQ(mbcf_codec_build(&f, b), 0u);
-	EXPECT_STREQ(mbcf_codec_op_name(0x0b), "UNKNOWN");
+	EXPECT_STREQ(mbcf_codec_op_name(0x0c), "UNKNOWN");
+	EXPECT_STREQ(mbcf_codec_op_name(MBCF_OP_FIFO_PUSH), "FIFO_PUSH");
 }
 
 TEST(Counters, NamesAreUniqueAndWalkable)
