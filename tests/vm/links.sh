@@ -61,16 +61,26 @@ check assert_eq 3 "$(grep -c 'already there' <<<"$out")" "lines left alone"
 check assert_eq $'mbcf7 vA\nmbcf9 vLate\nmbcfB vB' "$(links)" "RDMA links after the second start"
 
 vm_phase "a device on another netdev: reported, neither moved nor deleted"
-printf 'mbcf7 vB\nmbcfC vA\n' >"$work/moved.conf"
+# (one mbcf device per netdev, as one rxe: the other line gets a netdev of its own)
+ip link add vC type dummy
+printf 'mbcf7 vB\nmbcfC vC\n' >"$work/moved.conf"
 rc=0
 run "$work/moved.conf" start || rc=$?
 check assert_eq 1 "$rc" "start's status with a conflicting line"
 check assert_match 'mbcf7 exists on vA, not vB' "$out" "the conflict's message"
-check assert_eq $'mbcf7 vA\nmbcf9 vLate\nmbcfB vB\nmbcfC vA' "$(links)" "the other line still created"
+check assert_eq $'mbcf7 vA\nmbcf9 vLate\nmbcfB vB\nmbcfC vC' "$(links)" "the other line still created"
 rc=0
 run "$work/moved.conf" stop || rc=$?
 check assert_eq 0 "$rc" "stop's status"
 check assert_eq $'mbcf7 vA\nmbcf9 vLate\nmbcfB vB' "$(links)" "stop deleted mbcfC only (mbcf7 is on vA, not vB)"
+
+vm_phase "a second device on a netdev that has one: the kernel refuses, the line fails"
+printf 'mbcfD vA\n' >"$work/second.conf"
+rc=0
+run "$work/second.conf" start || rc=$?
+check assert_eq 1 "$rc" "start's status for a second device on vA"
+check assert_match 'mbcfD on vA: rdma link add failed' "$out" "its message"
+check assert_eq $'mbcf7 vA\nmbcf9 vLate\nmbcfB vB' "$(links)" "RDMA links after it"
 
 vm_phase "a netdev that never appears"
 printf 'mbcf5 nosuch0\n' >>"$work/links.conf"
