@@ -19,7 +19,9 @@
 #include <linux/build_bug.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
+#include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -98,6 +100,106 @@ static inline void mbcf_hrtimer_setup(struct hrtimer *timer,
 #else
 	hrtimer_init(timer, clock_id, mode);
 	timer->function = function;
+#endif
+}
+
+/*
+ * resize_user_cq: ib_device_ops.resize_cq became .resize_user_cq, cqe an
+ * unsigned int.  MBCF_RESIZE_CQ_OP(NAME, IMPL) defines NAME on
+ * IMPL(ib_cq, int cqe, udata); MBCF_RESIZE_CQ_INIT(NAME) is the member's
+ * initializer in ib_device_ops.  The cqe from user space (a u32) is capped
+ * at INT_MAX here so IMPL's range check sees it as it was sent.
+ */
+#ifdef MBCF_HAVE_RESIZE_USER_CQ
+#define MBCF_RESIZE_CQ_OP(name, impl)					\
+	static int name(struct ib_cq *ibcq, unsigned int cqe,		\
+			struct ib_udata *udata)				\
+	{								\
+		return impl(ibcq, cqe > INT_MAX ? INT_MAX : (int)cqe, udata); \
+	}
+#define MBCF_RESIZE_CQ_INIT(name)	.resize_user_cq = (name)
+#else
+#define MBCF_RESIZE_CQ_OP(name, impl)					\
+	static int name(struct ib_cq *ibcq, int cqe, struct ib_udata *udata) \
+	{								\
+		return impl(ibcq, cqe, udata);				\
+	}
+#define MBCF_RESIZE_CQ_INIT(name)	.resize_cq = (name)
+#endif
+
+/*
+ * reg_user_mr_dmah (6.17): ib_device_ops.reg_user_mr takes a struct
+ * ib_dmah * (a DMA handle, for TPH steering hints) before the udata.  A
+ * software device has no DMA to steer: a handle is refused (EOPNOTSUPP, as
+ * rxe does).  MBCF_REG_USER_MR_OP(NAME, IMPL) defines NAME on
+ * IMPL(pd, start, length, iova, access, udata).
+ */
+#ifdef MBCF_HAVE_REG_USER_MR_DMAH
+#define MBCF_REG_USER_MR_OP(name, impl)					\
+	static struct ib_mr *name(struct ib_pd *pd, u64 start, u64 length, \
+				  u64 iova, int access, struct ib_dmah *dmah, \
+				  struct ib_udata *udata)		\
+	{								\
+		if (dmah)						\
+			return ERR_PTR(-EOPNOTSUPP);			\
+		return impl(pd, start, length, iova, access, udata);	\
+	}
+#else
+#define MBCF_REG_USER_MR_OP(name, impl)					\
+	static struct ib_mr *name(struct ib_pd *pd, u64 start, u64 length, \
+				  u64 iova, int access, struct ib_udata *udata) \
+	{								\
+		return impl(pd, start, length, iova, access, udata);	\
+	}
+#endif
+
+/*
+ * ib_umem_get_va: ib_umem_get(device, addr, size, access) was renamed
+ * ib_umem_get_va (same arguments) when the umem getters for uverbs buffer
+ * descriptors came.
+ */
+static inline struct ib_umem *mbcf_umem_get(struct ib_device *device,
+					    unsigned long addr, size_t size,
+					    int access)
+{
+#ifdef MBCF_HAVE_IB_UMEM_GET_VA
+	return ib_umem_get_va(device, addr, size, access);
+#else
+	return ib_umem_get(device, addr, size, access);
+#endif
+}
+
+/*
+ * ib_dispatch_port_state_event: the RDMA core's netdev notifier raises
+ * PORT_ACTIVE/PORT_ERR itself for every device bound to the netdev
+ * (NETDEV_UP/DOWN/CHANGE), skipping a state the port already reported;
+ * drivers raise theirs through the same function.  Where it is,
+ * MBCF_CORE_PORT_EVENTS is 1 and the driver's notifier raises none.
+ * mbcf_port_state_event() raises the event for @ndev's state (running with
+ * carrier: PORT_ACTIVE, else PORT_ERR) on port 1: through the core where
+ * it keeps the last state (so its next notifier event is no duplicate),
+ * directly elsewhere.
+ */
+#ifdef MBCF_HAVE_IB_DISPATCH_PORT_STATE_EVENT
+#define MBCF_CORE_PORT_EVENTS	1
+#else
+#define MBCF_CORE_PORT_EVENTS	0
+#endif
+
+static inline void mbcf_port_state_event(struct ib_device *ibdev,
+					 struct net_device *ndev)
+{
+#ifdef MBCF_HAVE_IB_DISPATCH_PORT_STATE_EVENT
+	ib_dispatch_port_state_event(ibdev, ndev);
+#else
+	struct ib_event ev = {
+		.device = ibdev,
+		.element.port_num = 1,
+		.event = netif_running(ndev) && netif_carrier_ok(ndev) ?
+			 IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+	};
+
+	ib_dispatch_event(&ev);
 #endif
 }
 
