@@ -7,6 +7,8 @@
  * and defines MBCF_HAVE_NAME for those that compile (CMake: kmod/
  * CMakeLists.txt; DKMS: dkms.conf's MAKE, for the kernel DKMS builds for).
  * No LINUX_VERSION_CODE comparisons: distribution kernels backport APIs.
+ * The APIs mbcf cannot do without (compat/required/, Linux 6.1's) have no
+ * wrapper: probe.sh stops the build where one is missing.
  * Only kmod/ includes this (through mbcf.h); core/ knows no kernel versions
  * (its own environment shim is include/mbcf/compat.h, another file).
  *
