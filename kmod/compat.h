@@ -174,13 +174,12 @@ static inline struct ib_umem *mbcf_umem_get(struct ib_device *device,
 /*
  * ib_dispatch_port_state_event: the RDMA core's netdev notifier raises
  * PORT_ACTIVE/PORT_ERR itself for every device bound to the netdev
- * (NETDEV_UP/DOWN/CHANGE), skipping a state the port already reported;
- * drivers raise theirs through the same function.  Where it is,
- * MBCF_CORE_PORT_EVENTS is 1 and the driver's notifier raises none.
- * mbcf_port_state_event() raises the event for @ndev's state (running with
- * carrier: PORT_ACTIVE, else PORT_ERR) on port 1: through the core where
- * it keeps the last state (so its next notifier event is no duplicate),
- * directly elsewhere.
+ * (NETDEV_UP/DOWN/CHANGE), once per change of the port's state (it keeps
+ * the last one); drivers raise theirs through the same function.  Where it
+ * is, MBCF_CORE_PORT_EVENTS is 1, the driver's notifier raises none, and
+ * mbcf_core_port_state_event() raises the event for @ndev's state through
+ * the core (so the core's next one is no duplicate) and returns true;
+ * elsewhere it returns false and the driver raises and deduplicates its own.
  */
 #ifdef MBCF_HAVE_IB_DISPATCH_PORT_STATE_EVENT
 #define MBCF_CORE_PORT_EVENTS	1
@@ -188,20 +187,14 @@ static inline struct ib_umem *mbcf_umem_get(struct ib_device *device,
 #define MBCF_CORE_PORT_EVENTS	0
 #endif
 
-static inline void mbcf_port_state_event(struct ib_device *ibdev,
-					 struct net_device *ndev)
+static inline bool mbcf_core_port_state_event(struct ib_device *ibdev,
+					      struct net_device *ndev)
 {
 #ifdef MBCF_HAVE_IB_DISPATCH_PORT_STATE_EVENT
 	ib_dispatch_port_state_event(ibdev, ndev);
+	return true;
 #else
-	struct ib_event ev = {
-		.device = ibdev,
-		.element.port_num = 1,
-		.event = netif_running(ndev) && netif_carrier_ok(ndev) ?
-			 IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
-	};
-
-	ib_dispatch_event(&ev);
+	return false;
 #endif
 }
 

@@ -93,6 +93,33 @@ enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
 }
 
 /*
+ * PORT_ACTIVE or PORT_ERR for the netdev's state (running with carrier:
+ * active), once per change, under RTNL (which orders port_last): from the
+ * netdev notifier where the RDMA core raises none itself, and at
+ * registration.  Through the core where it keeps the last state (compat.h),
+ * which then filters its own notifier's duplicates alike.
+ */
+void mbcf_device_port_event(struct mbcf_dev *dev)
+{
+	enum ib_port_state state = mbcf_device_port_active(dev) ?
+				   IB_PORT_ACTIVE : IB_PORT_DOWN;
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.element.port_num = 1,
+	};
+
+	ASSERT_RTNL();
+	if (mbcf_core_port_state_event(&dev->ibdev, dev->ndev))
+		return;
+	if (dev->port_last == state)
+		return;
+	dev->port_last = state;
+	ev.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+					     IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&ev);
+}
+
+/*
  * The netdev's speed (under RTNL), which sizes the send-ahead window.
  * Never from the netdev notifier: __ethtool_get_link_ksettings() takes the
  * netdev's instance lock (netdev_lock_ops) on kernels that have one, and
@@ -298,10 +325,15 @@ static int mbcf_device_add(const char *ibdev_name, struct net_device *ndev)
 	 * to remove; reg_state tells us it happened (it is set before the
 	 * notifier chain runs).
 	 */
-	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED)
+	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED) {
 		mbcf_device_queue_unregister(dev);
-	else if (mbcf_device_port_active(dev))
-		mbcf_port_state_event(&dev->ibdev, ndev);	/* compat.h */
+		return 0;
+	}
+	/* An active port says so; a down one waits for its netdev's events. */
+	rtnl_lock();
+	if (mbcf_device_port_active(dev))
+		mbcf_device_port_event(dev);
+	rtnl_unlock();
 	return 0;
 
 err_dealloc:

@@ -45,7 +45,8 @@ static struct rdma_link_ops mbcf_main_link_ops = {
  * NETDEV_UP and NETDEV_CHANGE, under the netdev's instance lock where the
  * kernel has one and the driver's ops are locked, so it may only queue the
  * speed update (device.c).  Port events: the RDMA core's own notifier
- * raises them where it does (MBCF_CORE_PORT_EVENTS, compat.h), else we do.
+ * raises them where it does (MBCF_CORE_PORT_EVENTS, compat.h), else we do,
+ * once per change of state.
  */
 static int mbcf_main_netdev_event(struct notifier_block *nb,
 				  unsigned long event, void *ptr)
@@ -65,7 +66,7 @@ static int mbcf_main_netdev_event(struct notifier_block *nb,
 	case NETDEV_CHANGE:
 		mbcf_device_queue_speed(dev);
 		if (!MBCF_CORE_PORT_EVENTS)
-			mbcf_port_state_event(&dev->ibdev, ndev);
+			mbcf_device_port_event(dev);
 		break;
 	default:
 		break;
