@@ -3,10 +3,11 @@
 # module against (ctest kmod.build-newest), prepared with the host's
 # compiler (Debian 12's gcc-12; the kernel needs gcc >= 8.1 on x86).
 #   prepare-newest-kernel.sh [--check]
-# Takes from the suite MBCF_NEWEST_SUITE (default unstable) the newest
-# linux-source-X.Y (an arch-all .deb: the source tarball) and the matching
-# linux-headers-<abi>-amd64 (only for its files: Debian's .config for the
-# amd64 flavour, Module.symvers and the release name), unpacked with
+# Takes from the suite MBCF_NEWEST_SUITE (default unstable) its kernel, the
+# one its linux-headers-amd64 names: linux-source-X.Y (an arch-all .deb:
+# the source tarball) and linux-headers-<abi>-amd64 (only for its files:
+# Debian's .config for the amd64 flavour, Module.symvers and the release
+# name), unpacked with
 # dpkg -x, never installed: the suite's binaries would replace the host's
 # libc and toolchain.  The apt lists for that suite are kept in the cache,
 # not in the system's apt configuration.  Then `make olddefconfig
@@ -14,10 +15,11 @@
 # Cache: MBCF_KERNEL_CACHE (default /var/tmp/mbcf-kernels); the tree is
 # $cache/linux-<release>, $cache/newest links to it.  Idempotent: a tree
 # already prepared for the suite's current version is left alone (a few
-# seconds for the apt lists); an older one is replaced.  Measured on the
-# 2-core build machine: ~90 s cold (download ~3 s, unpacking ~25 s,
-# olddefconfig ~8 s, modules_prepare ~45 s), ~1 GB on disk.  Each step is
-# time-boxed (MBCF_NEWEST_TIMEOUT seconds, default 1800).
+# seconds for the apt lists: 12-40 s measured); an older one is replaced.
+# Measured cold on the 2-core build machine: 90 s alone (download ~3 s,
+# unpacking ~25 s, olddefconfig ~8 s, modules_prepare ~45 s), 235 s beside
+# other jobs; ~1.9 GB on disk with the apt lists.  Each step is time-boxed
+# (MBCF_NEWEST_TIMEOUT seconds, default 1800).
 # --check: print the tree's path and exit 0 if one is prepared, else 1.
 set -euo pipefail
 
@@ -64,19 +66,18 @@ if ! timeout "$tmo" apt-get -qq "${apt_opts[@]}" update; then
 	exit 1
 fi
 
-# The newest linux-source-X.Y of the suite.
-src_pkg=$(apt-cache "${apt_opts[@]}" pkgnames linux-source- |
-	grep -E '^linux-source-[0-9]+\.[0-9]+$' | sort -V | tail -n1)
-[ -n "$src_pkg" ] || { say "no linux-source-X.Y in $suite" >&2; exit 1; }
-series=${src_pkg#linux-source-}
-ver=$(apt-cache "${apt_opts[@]}" show "$src_pkg" | sed -n 's/^Version: //p' | sort -V | tail -n1)
-# linux-headers-amd64 (the metapackage) names the ABI: linux-headers-<abi>-amd64.
+# The suite's kernel: the one its linux-headers-amd64 (the metapackage)
+# names, linux-headers-<abi>-amd64, and the linux-source-X.Y of that series.
 hdr_pkg=$(apt-cache "${apt_opts[@]}" depends linux-headers-amd64 |
 	sed -n 's/^ *Depends: \(linux-headers-[0-9][^ ]*-amd64\)$/\1/p' | head -n1)
-case $hdr_pkg in
-linux-headers-"$series".*) ;;
-*) say "linux-headers-amd64 in $suite points to '$hdr_pkg', not $series" >&2; exit 1 ;;
-esac
+[ -n "$hdr_pkg" ] || { say "no linux-headers-amd64 in $suite" >&2; exit 1; }
+series=$(printf '%s\n' "${hdr_pkg#linux-headers-}" | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
+src_pkg=linux-source-$series
+ver=$(apt-cache "${apt_opts[@]}" show "$src_pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n1)
+[ -n "$ver" ] || { say "no $src_pkg in $suite (for $hdr_pkg)" >&2; exit 1; }
+hdr_ver=$(apt-cache "${apt_opts[@]}" show "$hdr_pkg" | sed -n 's/^Version: //p' | sort -V | tail -n1)
+# One upload of Debian's linux: the config and Module.symvers are the source's.
+[ "$hdr_ver" = "$ver" ] || { say "$src_pkg is $ver but $hdr_pkg is $hdr_ver in $suite" >&2; exit 1; }
 release=${hdr_pkg#linux-headers-}
 tree=$cache/linux-$release
 stamp="$src_pkg $ver $hdr_pkg gcc=$(gcc -dumpfullversion)"
@@ -91,7 +92,7 @@ say "preparing $release from $src_pkg $ver ($suite) with gcc $(gcc -dumpfullvers
 rm -rf "$cache/debs" "$tree" "$tree.tmp"
 mkdir -p "$cache/debs"
 (cd "$cache/debs" &&
-	timeout "$tmo" apt-get -qq "${apt_opts[@]}" download "$src_pkg=$ver" "$hdr_pkg")
+	timeout "$tmo" apt-get -qq "${apt_opts[@]}" download "$src_pkg=$ver" "$hdr_pkg=$ver")
 x=$cache/debs/x
 dpkg -x "$cache/debs/${src_pkg}_"*.deb "$x"
 dpkg -x "$cache/debs/${hdr_pkg}_"*.deb "$x"
