@@ -93,7 +93,7 @@ fi
 # The newest kernel Debian packages (unstable), compiled for by
 # kmod.build-newest: its linux-source and Debian's config, unpacked (never
 # installed) and prepared with gcc-12 under /var/tmp/mbcf-kernels
-# (scripts/prepare-newest-kernel.sh: ~90 s cold, seconds when current).
+# (scripts/prepare-newest-kernel.sh: 1.5-4 min cold, 12-50 s when current).
 # A failure (no network) leaves the test skipped, not the install failed.
 #   MBCF_NEWEST_KERNEL=0 skips it.
 if [ "${MBCF_NEWEST_KERNEL:-1}" != 0 ]; then
