@@ -24,6 +24,7 @@ file(GLOB _mbcf_dkms_srcs CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/kmod/*.c ${PROJECT_SOURCE_DIR}/kmod/*.h
   ${PROJECT_SOURCE_DIR}/kmod/Kbuild ${PROJECT_SOURCE_DIR}/kmod/compat/*.sh
   ${PROJECT_SOURCE_DIR}/kmod/compat/*.mk ${PROJECT_SOURCE_DIR}/kmod/compat/probes/*.c
+  ${PROJECT_SOURCE_DIR}/kmod/compat/required/*.c
   ${PROJECT_SOURCE_DIR}/core/*.c ${PROJECT_SOURCE_DIR}/core/*.h
   ${PROJECT_SOURCE_DIR}/include/*.h ${PROJECT_SOURCE_DIR}/include/*/*.h
   ${PROJECT_SOURCE_DIR}/include/*/*/*.h)

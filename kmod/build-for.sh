@@ -32,7 +32,7 @@ stamp=$out/probes.stamp
 stale=1
 if [ -f "$gen" ] && [ -f "$stamp" ] && [ -f "$kdir/.config" ] && [ "$stamp" -nt "$kdir/.config" ]; then
 	stale=0
-	for f in "$out/src/compat/probe.sh" "$out/src/compat/probes"/*.c; do
+	for f in "$out/src/compat/probe.sh" "$out/src/compat/probes"/*.c "$out/src/compat/required"/*.c; do
 		[ "$f" -nt "$stamp" ] && stale=1
 	done
 fi

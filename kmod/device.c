@@ -92,7 +92,41 @@ enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev)
 	return IB_MTU_256;
 }
 
-/* The netdev's speed (under RTNL), which sizes the send-ahead window. */
+/*
+ * PORT_ACTIVE or PORT_ERR for the netdev's state (running with carrier:
+ * active), once per change, under RTNL (which orders port_last): from the
+ * netdev notifier where the RDMA core raises none itself, and at
+ * registration.  Through the core where it keeps the last state (compat.h),
+ * which then filters its own notifier's duplicates alike.
+ */
+void mbcf_device_port_event(struct mbcf_dev *dev)
+{
+	enum ib_port_state state = mbcf_device_port_active(dev) ?
+				   IB_PORT_ACTIVE : IB_PORT_DOWN;
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.element.port_num = 1,
+	};
+
+	ASSERT_RTNL();
+	if (mbcf_core_port_state_event(&dev->ibdev, dev->ndev))
+		return;
+	if (dev->port_last == state)
+		return;
+	dev->port_last = state;
+	ev.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+					     IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&ev);
+}
+
+/*
+ * The netdev's speed (under RTNL), which sizes the send-ahead window.
+ * Never from the netdev notifier: __ethtool_get_link_ksettings() takes the
+ * netdev's instance lock (netdev_lock_ops) on kernels that have one, and
+ * for drivers with locked ops (queue management or shaper API: bnxt, mlx5,
+ * gve, iavf, ...) the notifier's NETDEV_UP and NETDEV_CHANGE already run
+ * under it.  The notifier queues mbcf_device_speed_work() instead.
+ */
 void mbcf_device_update_speed(struct mbcf_dev *dev)
 {
 	struct ethtool_link_ksettings ks;
@@ -105,15 +139,27 @@ void mbcf_device_update_speed(struct mbcf_dev *dev)
 	WRITE_ONCE(dev->link_mbps, mbps);	/* 0: the core assumes GbE */
 }
 
-void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type)
+/*
+ * The notifier's speed update, in process context with RTNL taken the
+ * usual way (RTNL, then the instance lock).  A netdev on its way out has
+ * no speed to read (ENODEV); it keeps the last one.  dealloc_driver
+ * cancels it: the notifier only queues while it holds a registration
+ * reference, and every such reference is gone before dealloc_driver.
+ */
+static void mbcf_device_speed_work(struct work_struct *work)
 {
-	struct ib_event ev = {
-		.device = &dev->ibdev,
-		.element.port_num = 1,
-		.event = type,
-	};
+	struct mbcf_dev *dev = container_of(work, struct mbcf_dev, speed_work);
 
-	ib_dispatch_event(&ev);
+	rtnl_lock();
+	if (READ_ONCE(dev->ndev->reg_state) == NETREG_REGISTERED)
+		mbcf_device_update_speed(dev);
+	rtnl_unlock();
+}
+
+/* From the netdev notifier: read the speed soon, outside the notifier. */
+void mbcf_device_queue_speed(struct mbcf_dev *dev)
+{
+	schedule_work(&dev->speed_work);
 }
 
 /*
@@ -132,6 +178,7 @@ static void mbcf_device_dealloc_driver(struct ib_device *ibdev)
 	struct mbcf_dev *dev = to_mbcf_dev(ibdev);
 
 	mbcf_device_untrack(dev);
+	cancel_work_sync(&dev->speed_work);
 	WARN_ON_ONCE(atomic_read(&dev->pd_count));
 	WARN_ON_ONCE(atomic_read(&dev->ucontext_count));
 	WARN_ON_ONCE(atomic_read(&dev->cq_count));
@@ -185,6 +232,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	dev->ndev = ndev;
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&dev->list);
+	INIT_WORK(&dev->speed_work, mbcf_device_speed_work);
 	atomic_set(&dev->pd_count, 0);
 	atomic_set(&dev->ucontext_count, 0);
 	atomic_set(&dev->cq_count, 0);
@@ -277,10 +325,15 @@ static int mbcf_device_add(const char *ibdev_name, struct net_device *ndev)
 	 * to remove; reg_state tells us it happened (it is set before the
 	 * notifier chain runs).
 	 */
-	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED)
+	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED) {
 		mbcf_device_queue_unregister(dev);
-	else if (mbcf_device_port_active(dev))
-		mbcf_device_port_event(dev, IB_EVENT_PORT_ACTIVE);
+		return 0;
+	}
+	/* An active port says so; a down one waits for its netdev's events. */
+	rtnl_lock();
+	if (mbcf_device_port_active(dev))
+		mbcf_device_port_event(dev);
+	rtnl_unlock();
 	return 0;
 
 err_dealloc:

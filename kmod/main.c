@@ -40,13 +40,14 @@ static struct rdma_link_ops mbcf_main_link_ops = {
 	.newlink = mbcf_device_create,
 };
 
-static void mbcf_main_port_changed(struct mbcf_dev *dev)
-{
-	mbcf_device_port_event(dev, mbcf_device_port_active(dev) ?
-			       IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
-}
-
-/* Runs under RTNL, so it may only queue the unregistration. */
+/*
+ * Runs under RTNL, so it may only queue the unregistration; and, for
+ * NETDEV_UP and NETDEV_CHANGE, under the netdev's instance lock where the
+ * kernel has one and the driver's ops are locked, so it may only queue the
+ * speed update (device.c).  Port events: the RDMA core's own notifier
+ * raises them where it does (MBCF_CORE_PORT_EVENTS, compat.h), else we do,
+ * once per change of state.
+ */
 static int mbcf_main_netdev_event(struct notifier_block *nb,
 				  unsigned long event, void *ptr)
 {
@@ -63,8 +64,9 @@ static int mbcf_main_netdev_event(struct notifier_block *nb,
 	case NETDEV_UP:
 	case NETDEV_DOWN:
 	case NETDEV_CHANGE:
-		mbcf_device_update_speed(dev);
-		mbcf_main_port_changed(dev);
+		mbcf_device_queue_speed(dev);
+		if (!MBCF_CORE_PORT_EVENTS)
+			mbcf_device_port_event(dev);
 		break;
 	default:
 		break;

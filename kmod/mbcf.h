@@ -40,6 +40,7 @@
 #include <linux/netdevice.h>
 #include <linux/rbtree.h>
 #include <linux/skbuff.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_user_verbs.h>
@@ -158,6 +159,8 @@ struct mbcf_dev {
 	struct xarray qp_xa;		/* qpn -> struct mbcf_qp, RCU lookups */
 	u32 qp_next;			/* cyclic QPN allocation, random start */
 	u32 link_mbps;			/* netdev speed, sizes the send window */
+	struct work_struct speed_work;	/* reads link_mbps (device.c) */
+	enum ib_port_state port_last;	/* last port event's (RTNL) */
 	struct packet_type ptype;	/* our EtherType on ndev (net.c) */
 	bool rx_handler;		/* net.c: ndev's rx_handler is ours */
 	/* zc.c: zero-copy frames were copied by the stack (veth): build
@@ -446,8 +449,9 @@ int mbcf_device_create(const char *ibdev_name, struct net_device *ndev);
 struct mbcf_dev *mbcf_device_get_by_netdev(struct net_device *ndev);
 void mbcf_device_unregister_all(void);
 void mbcf_device_queue_unregister(struct mbcf_dev *dev);
-void mbcf_device_port_event(struct mbcf_dev *dev, enum ib_event_type type);
+void mbcf_device_port_event(struct mbcf_dev *dev);
 void mbcf_device_update_speed(struct mbcf_dev *dev);
+void mbcf_device_queue_speed(struct mbcf_dev *dev);
 bool mbcf_device_port_active(const struct mbcf_dev *dev);
 enum ib_mtu mbcf_device_active_mtu(const struct mbcf_dev *dev);
 

@@ -175,9 +175,9 @@ static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	xa_store(&dev->mr_xa, mbcf_mr_key_index(mr->key), mr, GFP_KERNEL);
 }
 
-static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
-				      u64 length, u64 iova, int access,
-				      struct ib_udata *udata)
+static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
+					 u64 length, u64 iova, int access,
+					 struct ib_udata *udata)
 {
 	struct mbcf_dev *dev = mbcf_pd_dev(ibpd);
 	struct mbcf_mr *mr;
@@ -198,7 +198,7 @@ static struct ib_mr *mbcf_mr_reg_user(struct ib_pd *ibpd, u64 start,
 	if (err)
 		goto err_count;
 	/* Pins (writable if any write access) and charges RLIMIT_MEMLOCK. */
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	mr->umem = mbcf_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		err = PTR_ERR(mr->umem);
 		goto err_alloc;
@@ -229,6 +229,9 @@ err_count:
 	kfree(mr);
 	return ERR_PTR(err);
 }
+
+/* reg_user_mr's signature differs by kernel (compat.h): a DMA handle, refused. */
+MBCF_REG_USER_MR_OP(mbcf_mr_reg_user, mbcf_mr_reg_user_va)
 
 void mbcf_mr_put(struct mbcf_mr *mr)
 {

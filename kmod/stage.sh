@@ -3,7 +3,7 @@
 #   stage.sh SRC_ROOT DEST VERSION_HEADER
 # VERSION_HEADER is the generated mbcf-version.h (CMake, from the project
 # version); Kbuild includes it as DEST/mbcf-version.h.  compat/ (probe.sh,
-# probes/) is staged too; DEST/compat-generated.h, the probes' result for
+# probes/, required/) is staged too; DEST/compat-generated.h, the probes' result for
 # one kernel, is the caller's (DEST/compat/probe.sh KDIR DEST/compat-generated.h).
 # Timestamps are preserved (cp -p) so Kbuild rebuilds only what changed.
 set -eu
@@ -20,9 +20,10 @@ cp -pR "$src"/include/. "$dst"/include/
 # The kernel API probes (compat/probe.sh writes compat-generated.h for the
 # kernel built for: kmod/CMakeLists.txt or dkms.conf run it, not this).
 rm -rf "$dst/compat"
-mkdir -p "$dst/compat/probes"
+mkdir -p "$dst/compat/probes" "$dst/compat/required"
 cp -p "$src"/kmod/compat/probe.sh "$src"/kmod/compat/dkms.mk "$dst"/compat/
 cp -p "$src"/kmod/compat/probes/*.c "$dst"/compat/probes/
+cp -p "$src"/kmod/compat/required/*.c "$dst"/compat/required/
 # Drop staged files whose source is gone.
 for f in "$dst"/*.c "$dst"/*.h "$dst"/core/*.c "$dst"/core/*.h; do
 	[ -e "$f" ] || continue

@@ -202,6 +202,8 @@ static int mbcf_verbs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 /* create_cq's signature differs by kernel (compat.h); mbcf_cq_create takes the udata. */
 MBCF_CREATE_CQ_OP(mbcf_verbs_create_cq, mbcf_cq_create)
+/* So do resize_cq's name and cqe type; mbcf_cq_resize takes an int. */
+MBCF_RESIZE_CQ_OP(mbcf_verbs_resize_cq, mbcf_cq_resize)
 
 const struct ib_device_ops mbcf_verbs_ops = {
 	.uverbs_abi_ver = MBCF_UVERBS_ABI_VERSION,
@@ -223,7 +225,7 @@ const struct ib_device_ops mbcf_verbs_ops = {
 	.destroy_cq = mbcf_cq_destroy,
 	.req_notify_cq = mbcf_cq_req_notify,
 	.poll_cq = mbcf_cq_poll,
-	.resize_cq = mbcf_cq_resize,
+	MBCF_RESIZE_CQ_INIT(mbcf_verbs_resize_cq),
 	.create_qp = mbcf_qp_create,
 	.modify_qp = mbcf_qp_modify,
 	.query_qp = mbcf_qp_query,

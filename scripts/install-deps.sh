@@ -89,3 +89,14 @@ if [ "${#need[@]}" -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+
+# The newest kernel Debian packages (unstable), compiled for by
+# kmod.build-newest: its linux-source and Debian's config, unpacked (never
+# installed) and prepared with gcc-12 under /var/tmp/mbcf-kernels
+# (scripts/prepare-newest-kernel.sh: 1.5-4 min cold, 12-50 s when current).
+# A failure (no network) leaves the test skipped, not the install failed.
+#   MBCF_NEWEST_KERNEL=0 skips it.
+if [ "${MBCF_NEWEST_KERNEL:-1}" != 0 ]; then
+	"$(dirname "${BASH_SOURCE[0]}")/prepare-newest-kernel.sh" ||
+		echo "install-deps: no tree of the newest kernel; kmod.build-newest will be skipped" >&2
+fi

@@ -9,6 +9,12 @@
 # kernels backport APIs.  All probes are one Kbuild run (make -k, in
 # parallel); OUT is only rewritten when its content changes, so Kbuild does
 # not rebuild the module for nothing.
+# Each required/NAME.c is an API mbcf cannot do without (one its first
+# supported kernel, 6.1, has; its "mbcf-needs:" line says what): when one
+# does not compile, probe.sh writes nothing, prints
+#   mbcf needs Linux 6.1 or newer: KDIR lacks WHAT[; WHAT...]
+# and fails, so a build for an older kernel (a DKMS build for 5.15) stops
+# there, before the compiler errors.
 # Run by kmod/CMakeLists.txt (the CMake build) and by dkms.conf's MAKE (the
 # DKMS build, for the kernel DKMS builds for).  MBCF_PROBE_LOG=FILE keeps
 # the compiler output.
@@ -31,8 +37,17 @@ for c in "$here"/probes/*.c; do
 	cp "$c" "$tmp/$n.c"
 	names="$names $n"
 done
+reqs=
+for c in "$here"/required/*.c; do
+	[ -f "$c" ] || continue
+	n=${c##*/}
+	n=${n%.c}
+	cp "$c" "$tmp/mbcf_req_$n.c"
+	reqs="$reqs $n"
+done
 objs="mbcf_probe_baseline.o"
 for n in $names; do objs="$objs $n.o"; done
+for n in $reqs; do objs="$objs mbcf_req_$n.o"; done
 {
 	echo "obj-m := $objs"
 	echo "ccflags-y := -Werror"
@@ -47,6 +62,16 @@ make -C "$kdir" M="$tmp" -k -j"$jobs" $objs >"$tmp/log" 2>&1 || true
 if [ ! -f "$tmp/mbcf_probe_baseline.o" ]; then
 	cat "$tmp/log" >&2
 	echo "probe.sh: even the baseline probe does not compile against $kdir" >&2
+	exit 1
+fi
+missing=
+for n in $reqs; do
+	[ -f "$tmp/mbcf_req_$n.o" ] && continue
+	what=$(sed -n 's|^/\* mbcf-needs: \(.*\) \*/$|\1|p' "$here/required/$n.c")
+	missing="$missing${missing:+; }${what:-$n}"
+done
+if [ -n "$missing" ]; then
+	echo "mbcf needs Linux 6.1 or newer: $kdir lacks $missing" >&2
 	exit 1
 fi
 

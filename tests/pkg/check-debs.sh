@@ -120,7 +120,7 @@ fi
 # --- mbcf-dkms: the module source as the checkout has it, dkms.conf ------------
 deb_list "$dkms_deb" >"$work/dkms.list"
 {
-	(cd "$src/kmod" && ls -1 ./*.c ./*.h ./Kbuild ./compat/probe.sh ./compat/dkms.mk ./compat/probes/*.c)
+	(cd "$src/kmod" && ls -1 ./*.c ./*.h ./Kbuild ./compat/probe.sh ./compat/dkms.mk ./compat/probes/*.c ./compat/required/*.c)
 	(cd "$src" && ls -1 ./core/*.c ./core/*.h && find ./include -type f)
 	echo ./mbcf-version.h
 	echo ./dkms.conf
@@ -142,7 +142,7 @@ differ=0
 for f in "$src"/kmod/*.c "$src"/kmod/*.h "$src"/kmod/Kbuild; do
 	cmp -s "$f" "$tree/${f##*/}" || { fail "${f#"$src"/} differs in the package"; differ=1; }
 done
-for f in "$src"/kmod/compat/probe.sh "$src"/kmod/compat/dkms.mk "$src"/kmod/compat/probes/*.c; do
+for f in "$src"/kmod/compat/probe.sh "$src"/kmod/compat/dkms.mk "$src"/kmod/compat/probes/*.c "$src"/kmod/compat/required/*.c; do
 	rel=${f#"$src"/kmod/}
 	cmp -s "$f" "$tree/$rel" || { fail "${f#"$src"/} differs in the package"; differ=1; }
 done

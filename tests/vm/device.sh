@@ -65,13 +65,42 @@ if [ -e "$drv" ] && [ -e "$MBCF_BUILD/provider/libmbcf-rdmav34.so" ]; then
 fi
 
 # --- port state and MTU follow the netdev -------------------------------------
+# With the port events each end's users get: exactly one PORT_ERR and one
+# PORT_ACTIVE per flap, although the netdevs see several events each
+# (NETDEV_DOWN, NETDEV_CHANGE for the carrier, NETDEV_UP): mbcf's own,
+# once per change, or the RDMA core's where it raises them (kmod/compat.h);
+# never both.
+evd=$(mktemp -d)
+wait_for() { local what=$1; shift; vm_retry 300 0.1 "$@" || vm_fail "timed out: $what"; }
+stdbuf -oL ibv_asyncwatch -d mbcf0 >"$evd/0" 2>&1 &
+w0=$!
+in_ns1 stdbuf -oL ibv_asyncwatch -d mbcf1 >"$evd/1" 2>&1 &
+w1=$!
+check wait_for "ibv_asyncwatch on mbcf0" grep -q '^mbcf0: async event FD' "$evd/0"
+check wait_for "ibv_asyncwatch on mbcf1" grep -q '^mbcf1: async event FD' "$evd/1"
 check assert_cmd ip link set veth0 down
-sleep 0.3
+state_down() { case $(port_attr "$1" state) in *DOWN*) return 0 ;; esac; return 1; }
+check wait_for "mbcf0 DOWN" state_down mbcf0
+check wait_for "mbcf1 DOWN" state_down mbcf1
 check assert_match 'DOWN' "$(port_attr mbcf0 state)" "mbcf0 state with veth0 down"
 check assert_match 'DOWN' "$(port_attr mbcf1 state)" "mbcf1 state with peer down (no carrier)"
 check assert_cmd ip link set veth0 up
 check vm_wait_port mbcf0 10
 check vm_wait_port mbcf1 10
+check wait_for "mbcf0's PORT_ACTIVE" grep -q 'IBV_EVENT_PORT_ACTIVE' "$evd/0"
+check wait_for "mbcf1's PORT_ACTIVE" grep -q 'IBV_EVENT_PORT_ACTIVE' "$evd/1"
+# A late duplicate (the carrier's NETDEV_CHANGE comes through linkwatch,
+# after NETDEV_UP) would arrive within this.
+sleep 2
+kill "$w0" "$w1" 2>/dev/null
+wait "$w0" "$w1" 2>/dev/null
+port_events() { grep -o 'IBV_EVENT_PORT_[A-Z]*' "$1" | xargs; }
+cat "$evd/0" "$evd/1"
+check assert_eq "IBV_EVENT_PORT_ERR IBV_EVENT_PORT_ACTIVE" "$(port_events "$evd/0")" \
+	"mbcf0's port events for veth0 down, up"
+check assert_eq "IBV_EVENT_PORT_ERR IBV_EVENT_PORT_ACTIVE" "$(port_events "$evd/1")" \
+	"mbcf1's port events for its peer down, up"
+rm -rf "$evd"
 check assert_cmd ip link set veth0 mtu 9000
 check assert_match 'active_mtu:\s+4096 \(5\)' "$(ibv_devinfo -d mbcf0 2>&1)" "mbcf0 active_mtu at MTU 9000"
 check assert_cmd ip link set veth0 mtu 1500
