@@ -119,31 +119,39 @@ static bool send_rd_gate_open(const struct mbcf_conn *c)
  * posting order when their turn comes: every earlier request started, for
  * FENCE_ALL every earlier one completed, for FENCE every earlier read and
  * atomic completed.  They occupy no psn; done at once, they complete in
- * order with the status ops->local gave.
+ * order with the status ops->local gave.  Completing them may open the
+ * fence of the next one (a chain of invalidates, each FENCE_ALL): then it
+ * runs now too -- nothing else would come to run it.  Each round starts at
+ * least one request, so the rounds are bounded by the queue.
  */
 static void send_locals(struct mbcf_conn *c)
 {
 	struct mbcf_msg *m;
-	bool ran = false;
+	bool ran;
 
-	while (c->req.next != c->req.tail && !c->local_failed) {
-		m = mbcf_msgq_at(&c->req, c->req.next);
-		if (m->op != MBCF_OP_LOCAL ||
-		    ((m->flags & MBCF_MSG_FENCE_ALL) && c->req.head != c->req.next) ||
-		    ((m->flags & MBCF_MSG_FENCE) && c->rd_out))
-			break;
-		m->status = (u8)c->ops->local(c->env, m->cookie);
-		/* it fails the connection when it completes, in order; what
-		 * was posted after it must not start meanwhile */
-		if (m->status != MBCF_WC_SUCCESS)
-			c->local_failed = true;
-		m->first_psn = c->snd_max;	/* keeps started ones in psn order */
-		m->flags |= MBCF_MSG_ACKED;
-		c->req.next++;
-		ran = true;
-	}
-	if (ran)
-		mbcf_send_complete(c);
+	do {
+		ran = false;
+		while (c->req.next != c->req.tail && !c->local_failed) {
+			m = mbcf_msgq_at(&c->req, c->req.next);
+			if (m->op != MBCF_OP_LOCAL ||
+			    ((m->flags & MBCF_MSG_FENCE_ALL) &&
+			     c->req.head != c->req.next) ||
+			    ((m->flags & MBCF_MSG_FENCE) && c->rd_out))
+				break;
+			m->status = (u8)c->ops->local(c->env, m->cookie);
+			/* it fails the connection when it completes, in
+			 * order; what was posted after it must not start
+			 * meanwhile */
+			if (m->status != MBCF_WC_SUCCESS)
+				c->local_failed = true;
+			m->first_psn = c->snd_max; /* keeps started ones in psn order */
+			m->flags |= MBCF_MSG_ACKED;
+			c->req.next++;
+			ran = true;
+		}
+		if (ran)
+			mbcf_send_complete(c);
+	} while (ran && c->state == MBCF_CONN_RTS);
 }
 
 /*

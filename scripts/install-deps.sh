@@ -36,8 +36,10 @@ pkgs=(
 	# verbs software the guest tests run unmodified (issue 9): qperf,
 	# UCX, Open MPI over UCX, libfabric's verbs provider
 	qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
-	# kernel consumers over fast registration (tests/vm/nvmeof.sh)
-	nvme-cli fio
+	# kernel consumers over fast registration (tests/vm/nvmeof.sh,
+	# tests/vm/nfsrdma.sh: nfsd's rpc.nfsd/rpc.mountd/exportfs, mount.nfs,
+	# rpcbind)
+	nvme-cli fio nfs-kernel-server nfs-common rpcbind
 	# Debian packages (cmake --build build --target package): debhelper,
 	# dh_dkms (its own package since dkms 3.0.3), lintian for the checks
 	debhelper dh-dkms lintian

@@ -84,6 +84,48 @@ TEST_F(Ops, FenceAllWaitsForEarlierCompletions)
 	EXPECT_EQ(cookies(a.cqes), (std::vector<uint64_t>{r, l, w}));
 }
 
+// A chain of local invalidates (NFS/RDMA's xprtrdma posts one per MR of a
+// reply): each waits for the one before it to complete, which it does at
+// once, so one kick carries out the whole chain and what follows it, with
+// nothing else arriving to push the queue on.
+TEST_F(Ops, ChainedFenceAllLocalsRunInOneKick)
+{
+	defer = true;
+	uint64_t w1 = post(a, MBCF_OP_WRITE, 10);
+	mbcf_conn_kick(&a.conn, now);
+	settle(a, b, now);			// w1 acknowledged and completed
+	ASSERT_EQ(cookies(a.cqes), std::vector<uint64_t>{w1});
+	uint64_t l1 = local(a, MBCF_WR_FENCE_ALL);
+	uint64_t l2 = local(a, MBCF_WR_FENCE_ALL);
+	uint64_t l3 = local(a, MBCF_WR_FENCE_ALL);
+	uint64_t w2 = post(a, MBCF_OP_WRITE, 10);
+	size_t sent = a.out.size();
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_EQ(a.locals_run, (std::vector<uint64_t>{l1, l2, l3}));
+	EXPECT_EQ(cookies(a.cqes), (std::vector<uint64_t>{w1, l1, l2, l3}));
+	EXPECT_EQ(a.out.size(), sent + 1);	// w2 left in the same kick
+	settle(a, b, now);
+	EXPECT_EQ(cookies(a.cqes), (std::vector<uint64_t>{w1, l1, l2, l3, w2}));
+	for (auto &c : a.cqes)
+		EXPECT_EQ(c.status, MBCF_WC_SUCCESS);
+}
+
+// The same chain behind a request still in flight: the first runs when
+// that request completes, and the others right after it.
+TEST_F(Ops, ChainedFenceAllLocalsBehindARead)
+{
+	defer = true;
+	uint64_t r = post(a, MBCF_OP_READ_REQ, 100);
+	uint64_t l1 = local(a, MBCF_WR_FENCE_ALL);
+	uint64_t l2 = local(a, MBCF_WR_FENCE_ALL);
+	mbcf_conn_kick(&a.conn, now);
+	EXPECT_TRUE(a.locals_run.empty());
+	pump(a, b, now);			// READ_REQ
+	pump(b, a, now);			// READ_RESP: the read completes
+	EXPECT_EQ(a.locals_run, (std::vector<uint64_t>{l1, l2}));
+	EXPECT_EQ(cookies(a.cqes), (std::vector<uint64_t>{r, l1, l2}));
+}
+
 // A failed local request completes with its status, the rest is flushed,
 // and no later request starts.
 TEST_F(Ops, FailedLocalRequestFlushesTheRest)
