@@ -2,7 +2,7 @@
 # Instructions per operation of the protocol core's microbenchmarks
 # (bench/core, mbcf_bench_core), counted by valgrind's callgrind, beside
 # their times per operation on this host.
-#   bench/callgrind-core.sh [BUILD_DIR] [--filter REGEX] [--iters N]
+#   bench/callgrind-core.sh [BUILD_DIR] [--filter REGEX] [--iters N] [--no-times]
 # Each benchmark runs under callgrind twice, with exactly N and 2N
 # iterations (MBCF_BENCH_ITERATIONS), counting only inside the benchmark's
 # own function (--toggle-collect); (Ir(2N) - Ir(N)) / N is the count per
@@ -16,11 +16,13 @@ src=$(cd "$here/.." && pwd)
 build=$src/build
 filter='.'
 iters=20000
+times=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--filter) filter=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
-	-*) echo "usage: $0 [BUILD_DIR] [--filter REGEX] [--iters N]" >&2; exit 2 ;;
+	--no-times) times=0; shift ;;
+	-*) echo "usage: $0 [BUILD_DIR] [--filter REGEX] [--iters N] [--no-times]" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
 done
@@ -34,11 +36,12 @@ trap 'rm -rf "$tmp"' EXIT
 # Times: the ordinary time-based run, median of 3 repetitions, wall-clock
 # and CPU ns/op (on a loaded virtual machine the two disagree, and the CPU
 # time can read too low: a check of the counts, not a figure to trust).
-"$bin" --benchmark_filter="$filter" --benchmark_repetitions=3 \
+: >"$tmp/times"
+[ "$times" = 0 ] || "$bin" --benchmark_filter="$filter" --benchmark_repetitions=3 \
 	--benchmark_report_aggregates_only=true --benchmark_min_time=0.2 \
 	--benchmark_format=json 2>/dev/null >"$tmp/times.json"
 # "NAME real cpu" (ns) per benchmark, from the medians
-python3 -c '
+[ "$times" = 0 ] || python3 -c '
 import json, sys
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
     if b.get("aggregate_name") == "median" and b["time_unit"] == "ns":

@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "SKIP: valgrind missing (scripts/install-deps.sh)"; exit 77; }
 f='^BM_(RxWrite|Memcpy)/'
 # the counts column (5th field) of each table row
-counts() { "$bench/callgrind-core.sh" "$build" --filter "$f" --iters 2000 | awk -F'|' '/^\| BM_/ { gsub(/ /, ""); print $2, $3, $6 }'; }
+counts() { "$bench/callgrind-core.sh" "$build" --filter "$f" --iters 2000 --no-times | awk -F'|' '/^\| BM_/ { gsub(/ /, ""); print $2, $3, $6 }'; }
 a=$(counts)
 b=$(counts)
 [ "$(wc -l <<<"$a")" = 4 ] || fail "expected 4 rows, got: $a"
