@@ -45,14 +45,15 @@ pt_once() { # transport test size mode [extra...]
 	[ "$mode" = ev ] && m+=(-e)
 	# a run whose client found no server yet (it starts from the host's
 	# files: slow) or failed is run again, once
-	for _ in 1 2; do
-		timeout 120 "$t" -d $dev0 -x $gid -F "${m[@]}" "$@" >/dev/null 2>&1 &
+	for _ in 1 2 3; do
+		timeout 120 "$t" -d $dev0 -x $gid -F "${m[@]}" "$@" >/var/tmp/icount-server.log 2>&1 &
 		out=$(vm_retry 50 0.2 "${cl[@]}" timeout 120 "$t" -d $dev1 -x $gid -F "${m[@]}" "$@" "$srv" 2>&1)
 		wait
 		awk -v s="$s" '$1 == s && $2 ~ /^[0-9]+$/ { f = 1 } END { exit !f }' <<<"$out" && break
 	done
 	awk -v s="$s" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ { print $c; exit }' <<<"$out" | grep . ||
-		{ tail -n 3 <<<"$out" | sed "s/^/$t $tr: /" >&2; echo nan; }
+		{ tail -n 3 <<<"$out" | sed "s/^/$t $tr: /" >&2
+		  tail -n 3 /var/tmp/icount-server.log | sed "s/^/$t $tr server: /" >&2; echo nan; }
 }
 
 # One row: RUNS runs, after a warm-up run at the first use of each program
@@ -72,21 +73,22 @@ row() { # group transport test size mode unit [extra...]
 
 # TCP's half round trip across the veth: sockperf ping-pong, blocking
 # sockets (epoll), server on veth0, client in ns1; 1 s of guest time per
-# run (sockperf's shortest; its own warm-up precedes it).  sockperf's
+# run (sockperf's shortest), after a warm-up run.  sockperf's
 # smallest message is 14 B, used for the 4 B row.
 tcp_row() { # size
 	local s=$1 m=$1 i v spid
 	[ "$m" -lt 14 ] && m=14
 	timeout 600 sockperf server --tcp -i "$VM_IP0" -p 11111 >/dev/null 2>&1 &
 	spid=$!
-	sleep 1
-	for ((i = 1; i <= runs; i++)); do
+	vm_wait_listen tcp:11111 >&2
+	for ((i = 0; i <= runs; i++)); do	# run 0: warm-up
 		v=$(in_ns1 timeout 300 sockperf ping-pong --tcp -i "$VM_IP0" -p 11111 -m "$m" -t 1 2>&1 |
 			awk '/percentile 50.000 =/ { x = $NF } END { print x }')
-		echo "ICOUNT,latency,tcp,rtt_half,$s,ev,us,$i,${v:-nan}"
+		[ "$i" = 0 ] || echo "ICOUNT,latency,tcp,rtt_half,$s,ev,us,$i,${v:-nan}"
 	done
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
+	return 0
 }
 
 transport() { # tr
@@ -125,3 +127,4 @@ transport mbcf
 want tcp && tcp_row 4
 transport rxe-veth
 want tcp && tcp_row 1440
+exit 0
