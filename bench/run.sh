@@ -3,15 +3,21 @@
 # measured in one QEMU guest run (bench/guest.sh), then tabulated and
 # plotted by bench/report.py into bench/results/.
 #   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]
+#   bench/run.sh --icount [--reps N] [--iters N]
 # --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
 # to bench/results/sw.csv and sw.md instead; --loss-only: only goodput under
 # netem loss, to loss.csv and loss.md; --qps-only: ib_write_bw -q 1..64, to
 # qps.csv and qps.md.
+# --icount: only the latency and message-rate rows, in a guest whose clock
+# counts instructions (tests/vm/run.sh --icount, bench/guest-icount.sh),
+# N runs each (default 3; --iters: iterations per latency run, default
+# 1000), to icount.csv and icount.md with each row's spread.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
 quick=0
-reps=5
+reps=
+iters=1000
 part=all
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -20,13 +26,34 @@ while [ $# -gt 0 ]; do
 	--sw-only) part=sw; shift ;;
 	--loss-only) part=loss; shift ;;
 	--qps-only) part=qps; shift ;;
-	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]" >&2; exit 2 ;;
+	--icount) part=icount; shift ;;
+	--iters) iters=$2; shift 2 ;;
+	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --icount [--iters N]]" >&2; exit 2 ;;
 	esac
 done
 
-"$src/scripts/build.sh"
+if [ "$part" = icount ]; then
+	"$src/scripts/build.sh" mbcf_runtime	# the module and the provider are all it runs
+else
+	"$src/scripts/build.sh"
+fi
 out=$here/results
 mkdir -p "$out"
+if [ "$part" = icount ]; then
+	reps=${reps:-3}
+	[[ $reps =~ ^[1-9][0-9]*$ && $iters =~ ^[1-9][0-9]*$ ]] || { echo "$0: --reps and --iters take positive counts" >&2; exit 2; }
+	log=$out/guest-icount.log
+	t0=$EPOCHREALTIME
+	MBCF_VM_SLUB_DEBUG= "$src/tests/vm/run.sh" --icount --build "$src/build" \
+		--timeout "${ICOUNT_TIMEOUT:-3600}" "$here/guest-icount.sh" "$reps" "$iters" | tee "$log"
+	{
+		echo "group,transport,test,size,mode,unit,run,value"
+		grep '^ICOUNT,' "$log" | sed 's/^ICOUNT,//'
+	} >"$out/icount.csv"
+	how="bench/run.sh --icount --reps $reps --iters $iters, host time $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
+	exec /usr/bin/python3 "$here/icount-report.py" "$out/icount.csv" "$out/icount.md" "$how"
+fi
+reps=${reps:-5}
 name=results
 [ "$part" = all ] || name=$part
 log=$out/guest$([ "$part" = all ] || echo "-$part").log

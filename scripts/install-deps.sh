@@ -48,8 +48,9 @@ pkgs=(
 	# debug-kernel lane (tests/vm/debug-kernel.sh): Debian's kernel source
 	# and what building it needs
 	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils
-	# baselines for bench/
-	sockperf iperf3 python3-matplotlib
+	# baselines for bench/ (sockperf: TCP's half round trip, also in
+	# bench/run.sh --icount); valgrind's callgrind: bench/callgrind-core.sh
+	sockperf iperf3 python3-matplotlib valgrind
 )
 
 # More kernels to build (and boot) the module for (issue 34): Debian 12's

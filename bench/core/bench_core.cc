@@ -14,6 +14,8 @@
 //   BM_MemcpyRing: the very copies BM_RxWrite makes (eight frames in turn).
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -237,9 +239,38 @@ void BM_MemcpyRing(benchmark::State &st)
 
 }  // namespace
 
-BENCHMARK(BM_RxWrite)->Arg(64)->Arg(1440);
-BENCHMARK(BM_TxWrite)->Arg(64)->Arg(1440);
-BENCHMARK(BM_Memcpy)->Arg(64)->Arg(1440);
-BENCHMARK(BM_MemcpyFrame)->Arg(64)->Arg(1440);
-BENCHMARK(BM_MemcpyRing)->Arg(64)->Arg(1440);
-BENCHMARK_MAIN();
+// MBCF_BENCH_ITERATIONS=N: every benchmark runs exactly N iterations
+// (instead of as many as fill the minimum time), so that a run under
+// callgrind counts the same instructions every time (bench/callgrind-core.sh).
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(benchmark::State &);
+	} all[] = {
+		{"BM_RxWrite", BM_RxWrite},
+		{"BM_TxWrite", BM_TxWrite},
+		{"BM_Memcpy", BM_Memcpy},
+		{"BM_MemcpyFrame", BM_MemcpyFrame},
+		{"BM_MemcpyRing", BM_MemcpyRing},
+	};
+	const char *it = getenv("MBCF_BENCH_ITERATIONS");
+	long long n = it ? atoll(it) : 0;
+
+	if (it && n <= 0) {
+		fprintf(stderr, "MBCF_BENCH_ITERATIONS: not a positive count: %s\n", it);
+		return 2;
+	}
+	for (const auto &b : all) {
+		benchmark::internal::Benchmark *r = benchmark::RegisterBenchmark(b.name, b.fn);
+		r->Arg(64)->Arg(1440);
+		if (n)
+			r->Iterations(n);
+	}
+	benchmark::Initialize(&argc, argv);
+	if (benchmark::ReportUnrecognizedArguments(argc, argv))
+		return 1;
+	benchmark::RunSpecifiedBenchmarks();
+	benchmark::Shutdown();
+	return 0;
+}
