@@ -207,6 +207,30 @@ vm_wait_listen() {
 	return 1
 }
 
+# vm_kres DEV: DEV's PDs, QPs, CM ids and MRs as the RDMA core counts them
+# ("pd 1 qp 1 cm_id 0 mr 0": the kernel's own GSI objects when idle).  Not
+# CQs: kernel ULPs take theirs from the device's CQ pool (ib_cq_pool_get),
+# which the core keeps until the device is unregistered.
+vm_kres() {
+	rdma resource show 2>/dev/null | awk -v d="$1:" '$2 == d {
+		for (i = 3; i < NF; i += 2)
+			if ($i == "pd" || $i == "qp" || $i == "cm_id" || $i == "mr")
+				printf "%s %s ", $i, $(i + 1)
+		print "" }'
+}
+
+# vm_kres_wait DEV WANT: up to 20 s for vm_kres DEV to read WANT (a ULP
+# frees its objects asynchronously); prints the last reading.
+vm_kres_wait() {
+	local now=
+	for _ in $(seq 100); do
+		now=$(vm_kres "$1")
+		[ "$now" = "$2" ] && break
+		sleep 0.2
+	done
+	printf '%s\n' "$now"
+}
+
 # vm_dev_ctr DEVICE NAME: print one of an RDMA device's port-1 counters.
 vm_dev_ctr() {
 	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'

@@ -41,17 +41,10 @@ mkdir -p "$work" "$EXPORT" "$MNT"
 
 # mbcf0's PDs, QPs, CM ids and MRs ("pd 1 qp 1 cm_id 0 mr 0"), as in
 # nvmeof.sh (CQs stay in the device's CQ pool).
-summary() {
-	rdma resource show 2>/dev/null | awk '$2 == "mbcf0:" {
-		for (i = 3; i < NF; i += 2)
-			if ($i == "pd" || $i == "qp" || $i == "cm_id" || $i == "mr")
-				printf "%s %s ", $i, $(i + 1)
-		print "" }'
-}
 txbytes() { vm_dev_ctr mbcf0 tx_payload_bytes; }
 
 rdma link delete rxe0 || vm_die "cannot remove rxe0"
-before=$(summary)
+before=$(vm_kres mbcf0)
 pins0=$(vm_pins_held)
 vm_log "mbcf0 resources before: $before; pinned pages: $pins0"
 
@@ -82,7 +75,7 @@ rpc.nfsd -G 10 -L 10 4 || vm_die "rpc.nfsd"
 echo "rdma $PORT" >/proc/fs/nfsd/portlist || vm_die "rdma listener"
 sed 's/^/  portlist | /' /proc/fs/nfsd/portlist
 check vm_wait_listen "$PORT"
-vm_log "mbcf0 resources with nfsd listening: $(summary)"
+vm_log "mbcf0 resources with nfsd listening: $(vm_kres mbcf0)"
 
 # NFSRDMA_TRACE=1: the rpcrdma and sunrpc trace events, shown by diag
 if [ -n "${NFSRDMA_TRACE:-}" ]; then
@@ -202,7 +195,7 @@ run_version() {	# VERS
 	# nothing of it went over TCP to nfsd
 	out=$(ss -Htn state established "( dport = :2049 or sport = :2049 )" | wc -l)
 	assert_eq 0 "$out" "vers=$v: TCP connections to nfsd's port 2049" || rc=1
-	vm_log "vers=$v: mbcf0 resources while mounted: $(summary)"
+	vm_log "vers=$v: mbcf0 resources while mounted: $(vm_kres mbcf0)"
 	nfs_umount || rc=1
 	tx1=$(txbytes)
 	vm_log "vers=$v: $moved file bytes in $(vm_elapsed_since "$t0") s; mbcf0 tx_payload_bytes +$((tx1 - tx0))"
@@ -231,12 +224,7 @@ for m in rpcrdma nfsv4 nfsv3 nfs nfsd; do
 	check assert_cmd modprobe -r "$m"
 done
 
-after=
-for _ in $(seq 100); do
-	after=$(summary)
-	[ "$after" = "$before" ] && break
-	sleep 0.2
-done
+after=$(vm_kres_wait mbcf0 "$before")
 check assert_eq "$before" "$after" "mbcf0 resource summary after teardown"
 check assert_eq 0 "$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf')" "MRs left on mbcf devices"
 check assert_eq "$pins0" "$(vm_pins_held)" "pinned pages after teardown"

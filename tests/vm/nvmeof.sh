@@ -32,20 +32,8 @@ CFG=/sys/kernel/config/nvmet
 logs=/var/tmp/nvmeof
 mkdir -p "$logs"
 
-# The summary of mbcf0's PDs, QPs, CM ids and MRs ("pd 1 qp 1 cm_id 0 mr 0"):
-# the kernel's own GSI objects only, before and after.  Not CQs: nvme-rdma
-# takes its I/O queues' CQs from the device's CQ pool (ib_cq_pool_get),
-# which the RDMA core keeps until the device is unregistered.
-summary() {
-	rdma resource show 2>/dev/null | awk '$2 == "mbcf0:" {
-		for (i = 3; i < NF; i += 2)
-			if ($i == "pd" || $i == "qp" || $i == "cm_id" || $i == "mr")
-				printf "%s %s ", $i, $(i + 1)
-		print "" }'
-}
-
 rdma link delete rxe0 || vm_die "cannot remove rxe0"
-before=$(summary)
+before=$(vm_kres mbcf0)
 vm_log "mbcf0 resources before: $before"
 
 modprobe configfs 2>/dev/null
@@ -131,7 +119,7 @@ else
 fi
 assert_eq 0 "$(printf '%s\n' "$qps" | grep -F 'comm [rdma_cm]' | grep -vc 'link mbcf0/')" \
 	"kernel QPs on other devices" || failed=$((failed + 1))
-vm_log "mbcf0 resources while connected: $(summary)"
+vm_log "mbcf0 resources while connected: $(vm_kres mbcf0)"
 mrs=$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf0 ')
 vm_log "nvme MRs on mbcf0: $mrs"
 
@@ -196,12 +184,7 @@ frmr_checks() {
 }
 check frmr_checks
 
-after=
-for _ in $(seq 50); do
-	after=$(summary)
-	[ "$after" = "$before" ] && break
-	sleep 0.2
-done
+after=$(vm_kres_wait mbcf0 "$before")
 check assert_eq "$before" "$after" "mbcf0 resource summary after teardown"
 check assert_eq 0 "$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf')" "MRs left on mbcf devices"
 check assert_cmd rdma link delete mbcf0

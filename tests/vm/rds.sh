@@ -22,16 +22,8 @@ failed=0
 check() {
 	"$@" || failed=$((failed + 1))
 }
-summary() {
-	rdma resource show 2>/dev/null | awk '$2 == "mbcf0:" {
-		for (i = 3; i < NF; i += 2)
-			if ($i == "pd" || $i == "qp" || $i == "cm_id" || $i == "mr")
-				printf "%s %s ", $i, $(i + 1)
-		print "" }'
-}
-
 rdma link delete rxe0 || vm_die "cannot remove rxe0"
-before=$(summary)
+before=$(vm_kres mbcf0)
 pins0=$(vm_pins_held)
 vm_log "mbcf0 resources before: $before; pinned pages: $pins0"
 modprobe rds_rdma || vm_die "modprobe rds_rdma"
@@ -63,12 +55,7 @@ else
 fi
 
 check assert_cmd modprobe -r rds_rdma rds
-after=
-for _ in $(seq 100); do
-	after=$(summary)
-	[ "$after" = "$before" ] && break
-	sleep 0.2
-done
+after=$(vm_kres_wait mbcf0 "$before")
 check assert_eq "$before" "$after" "mbcf0 resource summary after rds_rdma is unloaded"
 check assert_eq 0 "$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf')" "MRs left on mbcf devices"
 # RDS's own leak, not mbcf's (mbcf pins nothing for an FRWR MR): RDS pins
