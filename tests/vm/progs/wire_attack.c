@@ -240,9 +240,9 @@ static bool mac_eq(const uint8_t *a, const uint8_t *b)
 enum {
 	OP_WRITE = 0x01, OP_WRITE_IMM, OP_READ_REQ, OP_READ_RESP, OP_CMP_SWAP,
 	OP_FETCH_ADD, OP_ATOMIC_RESP, OP_SEND, OP_SEND_IMM, OP_SEND_INV,
-	/* assigned (protocol.md 16) but not modelled here: never sent, and
-	 * never picked as an unassigned opcode; its hostile frames are the
-	 * core's FifoRx unit tests */
+	/* parsed as the module parses it (a random opcode byte may make
+	 * one), never sent on purpose: its responder side is the core's
+	 * FifoRx unit tests */
 	OP_FIFO_PUSH = 0x0b,
 	OP_ACK = 0x10, OP_LOST, OP_STOP, OP_GO,
 	OP_DGRAM = 0x14,	/* UD; not in docs/protocol.md yet: from wire.h */
@@ -278,6 +278,7 @@ static const struct opinfo opinfo[256] = {
 	[OP_SEND]	 = { 28, true, FL_SEG | FL_SOL, "SEND" },
 	[OP_SEND_IMM]	 = { 32, true, FL_SEG | FL_SOL, "SEND_IMM" },
 	[OP_SEND_INV]	 = { 32, true, FL_SEG | FL_SOL, "SEND_INV" },
+	[OP_FIFO_PUSH]	 = { 28, true, FL_SEG, "FIFO_PUSH" },	/* fkey */
 	[OP_ACK]	 = { 24, false, 0, "ACK" },
 	[OP_LOST]	 = { 64, false, 0, "LOST" },	/* seen, rsvd, placed map */
 	[OP_STOP]	 = { 24, false, 0, "STOP" },
@@ -287,7 +288,7 @@ static const struct opinfo opinfo[256] = {
 
 static bool op_seq(uint8_t op)
 {
-	return op >= OP_WRITE && op <= OP_SEND_INV;
+	return op >= OP_WRITE && op <= OP_FIFO_PUSH;
 }
 
 static const char *op_name(uint8_t op)
@@ -482,6 +483,9 @@ static bool wf_fields_ok(const struct wf *f)
 	} else if (f->status && (f->op != OP_ACK || f->status > 3)) {
 		return false;
 	}
+	/* a FIFO record is one frame (16.3) */
+	if (f->op == OP_FIFO_PUSH && (f->flags & FL_SEG) != FL_SEG)
+		return false;
 	if ((f->op == OP_READ_RESP || f->op == OP_ATOMIC_RESP) &&
 	    (f->req_psn & ~PSN_MASK))
 		return false;
@@ -2563,7 +2567,7 @@ static uint8_t unassigned_op(void)
 
 	do
 		op = (uint8_t)rnd();
-	while (opinfo[op].hdr || op == OP_FIFO_PUSH);
+	while (opinfo[op].hdr);
 	return op;
 }
 
