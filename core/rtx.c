@@ -288,7 +288,7 @@ static u32 send_min3(u32 a, u32 b, u32 c)
  *
  * Runs in softirq under the QP lock: the walk covers only the span the map
  * describes, d = 1 .. MBCF_EARLY_SPAN - 1 after sel_base, so it takes at
- * most MBCF_EARLY_SPAN - 1 steps whatever seen says (issue 32: a seen far
+ * most MBCF_EARLY_SPAN - 1 steps whatever seen says (a seen far
  * behind once walked ~2^23 psns).
  */
 static void send_sel_refill(struct mbcf_conn *c, u32 old_seen)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build mbcf.ko for one more kernel, beside the build's own (issue 34):
+# Build mbcf.ko for one more kernel, beside the build's own:
 #   build-for.sh SRC_ROOT KDIR OUT VERSION_HEADER
 # stages the module into OUT/src (kmod/stage.sh), runs the compat probes
 # against KDIR (OUT/src/compat-generated.h), builds with Kbuild and copies

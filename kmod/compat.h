@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Kernel API differences, through feature probes (issue 34).
+ * Kernel API differences, through feature probes.
  *
  * compat-generated.h is written at build time by compat/probe.sh, which
  * compiles each compat/probes/NAME.c against the target kernel's headers

@@ -5,7 +5,7 @@
 # That is the release Debian's metapackage points to (linux-headers-amd64 for
 # --build, linux-image-amd64 for --boot: 6.1.0-N-amd64 on Debian 12), not the
 # newest installed one: scripts/install-deps.sh also installs
-# bookworm-security's 6.12 (issue 34), which builds and boots only when asked
+# bookworm-security's 6.12, which builds and boots only when asked
 # for (-DKVER=, run.sh --kver, the kmod.build-* and k6.12 tests).  Without the
 # metapackage (or its kernel): the newest release that qualifies.
 set -eu

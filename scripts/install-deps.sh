@@ -33,7 +33,7 @@ pkgs=(
 	rdmacm-utils iproute2 python3-pyverbs
 	# multi-queue veth with NAPI for the ordering test (tests/vm/multiqueue.sh)
 	ethtool
-	# verbs software the guest tests run unmodified (issue 9): qperf,
+	# verbs software the guest tests run unmodified: qperf,
 	# UCX, Open MPI over UCX, libfabric's verbs provider
 	qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
 	# kernel consumers over fast registration (tests/vm/nvmeof.sh,
@@ -53,7 +53,7 @@ pkgs=(
 	sockperf iperf3 python3-matplotlib valgrind
 )
 
-# More kernels to build (and boot) the module for (issue 34): Debian 12's
+# More kernels to build (and boot) the module for: Debian 12's
 # bookworm-security ships Linux 6.12 (linux-headers-6.12-amd64 depends on
 # linux-image-6.12...: both are installed).  They are never the default:
 # builds and guests take Debian's default kernel (linux-image-amd64's,

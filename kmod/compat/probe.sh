@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Kernel API feature probes (issue 34), the way out-of-tree drivers do them:
+# Kernel API feature probes, the way out-of-tree drivers do them:
 #   probe.sh KDIR OUT
 # compiles each probes/NAME.c against the kernel build tree KDIR (its own
 # Kbuild, its flags, -Werror) and writes OUT (compat-generated.h) with

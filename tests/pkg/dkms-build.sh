@@ -3,7 +3,7 @@
 # source tree, natively, for every installed kernel with headers (as the
 # package's postinst has dkms do on a user's machine, minus the install):
 # Debian's default kernel CMake builds the module for (KVER), and others
-# such as bookworm-security's 6.12 (issue 34: the compat probes run for each).
+# such as bookworm-security's 6.12 (the compat probes run for each).
 # vm.package does the whole dpkg -i / use / dpkg -r round in a guest, but
 # its DKMS build under TCG takes 6-12 minutes: it runs when asked for
 # (label dkms: scripts/test.sh -L dkms).  This catches in seconds what

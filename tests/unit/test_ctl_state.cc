@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Control frames against the sender's own state (docs/protocol.md 6.4,
-// issue 32 item 3): an ACK, NAK, LOST, STOP or GO whose ack_psn, psn,
+// Control frames against the sender's own state (docs/protocol.md 6.4):
+// an ACK, NAK, LOST, STOP or GO whose ack_psn, psn,
 // round, seen or map no honest peer could have sent is dropped whole
 // (drop_bad_ack) and changes nothing; and the selective refill a LOST may
 // start looks at no more than the span (MBCF_EARLY_SPAN - 1 psns), whatever
@@ -174,7 +174,7 @@ TEST_F(CtlState, EveryFieldOutOfStateIsDropped)
 	EXPECT_EQ(rx_unaccounted(a), 0);
 }
 
-// Issue 32 item 3: a LOST of the current round whose seen lies 2^23 - 1
+// Once, a LOST of the current round whose seen lies 2^23 - 1
 // behind, then one of an earlier round (after that go-back) with the real
 // seen, made the refill walk every psn in between -- 8388570 steps in
 // softirq for one 64-byte frame.  The first is now dropped; the second is

@@ -196,7 +196,7 @@ TEST_F(Dgram, UndeliverableDatagrams)
 	EXPECT_EQ(unaccounted(), 0);
 }
 
-// Issue 32 item 2: a datagram longer than the oldest posted receive holds
+// A datagram longer than the oldest posted receive holds
 // (after the GRH) is dropped before it takes the receive (drop_bad_length):
 // no completion, the receive stays posted, and the next datagram that fits
 // lands in it.

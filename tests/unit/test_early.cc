@@ -397,7 +397,7 @@ TEST_F(Early, ACopyOfAnEarlyFrameIsADuplicate)
 	expect_bytes(kBase, want);
 }
 
-// Issue 32 item 6: while b waits for 103, a blind spoofer sends a WRITE
+// While b waits for 103, a blind spoofer sends a WRITE
 // for every psn of the span (104 .. 358) over the honest bytes, each with
 // an ack_psn that is not b's stream (b has sent nothing: only 200 is).
 // None is placed (rx_early_refused), so the honest frames that follow are

@@ -287,7 +287,7 @@ static std::vector<uint8_t> uc_send(uint32_t psn, uint32_t ack, uint32_t len,
 	return fr;
 }
 
-// Issue 32 item 7: UC took any psn in the 2^23 after rcv_nxt.  Now a frame
+// UC once took any psn in the 2^23 after rcv_nxt.  Now a frame
 // at most MBCF_UC_REACH - 1 after it is taken (frames lost in between); one
 // further ahead only if its ack_psn is b's own stream as it stands (b's
 // snd_max is 200, nothing sent).  A spoofed SEND beyond the reach with a

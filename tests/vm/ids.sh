@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest test: QP numbers and MR keys are not predictable from one device
-# to the next (issue 32, finding 7).  progs/ids.c prints the first K QP
+# to the next.  progs/ids.c prints the first K QP
 # numbers and MR keys of a fresh device; it runs on mbcf0 and mbcf1 and on
 # mbcf0 re-created four times: six instances.  Each must hand out what it
 # always did from its starting point (QPNs consecutive in 2..2^24-1, keys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A kernel dir for run.sh --kernel-dir (issue 34): a stock kernel other than
+# A kernel dir for run.sh --kernel-dir: a stock kernel other than
 # the default one, with the mbcf.ko built for it, so guests boot it by version.
 #   kernel-dir.sh ROOT REL KO OUT
 # ROOT: where boot/vmlinuz-REL and lib/modules/REL are ("/" for an installed

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: object and device lifetimes under fire (issue 8, item 4).
+# Guest test: object and device lifetimes under fire.
 #
 # Races, each under a raw-frame flood aimed at the QPs involved (frames the
 # receiver drops or counts, never acts on: progs/vmprog.h) and with a

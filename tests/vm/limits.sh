@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: resource limits (issue 8, item 5).
+# Guest test: resource limits.
 #
 #  1. Memory cgroup: a process in a cgroup with memory.max = 48 MiB creates
 #     CQs with 65536-entry rings, QPs with 4096-deep queues, MRs over fresh

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Guest test: ibv_dealloc_mw racing binds of the same window (issue 32,
-# finding 4), as an unprivileged user with an ordinary RLIMIT_MEMLOCK --
+# Guest test: ibv_dealloc_mw racing binds of the same window, as an
+# unprivileged user with an ordinary RLIMIT_MEMLOCK --
 # the threat model.  progs/mw_race.c runs ITERATIONS rounds (type 1 binds
 # with ibv_bind_mw, type 2 with IBV_WR_BIND_MW through ibv_post_send); each
 # round's dereg_mr must succeed.  Afterwards: exactly ITERATIONS done,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: QP1 under attack from the wire (issue 32, finding 2).  A raw
+# Guest test: QP1 under attack from the wire.  A raw
 # socket in ns1 (tests/vm/qp1_flood.py) sends mbcf0 datagrams no MAD can
 # be: 600 of 1000 bytes to QP1 (more than QP1's 512 posted receives: before
 # the fix each took a receive with a length error, which the MAD layer

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Hostile datagrams to QP1 (the GSI QP) from a raw socket (issue 32,
-finding 2), run by tests/vm/qp1.sh inside the guest.
+"""Hostile datagrams to QP1 (the GSI QP) from a raw socket, run by
+tests/vm/qp1.sh inside the guest.
 
     qp1_flood.py IFNAME DST_MAC KIND COUNT [KIND COUNT ...]
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Guest test: producers racing the kernel's ring consumer (issue 32,
-# finding 1; progs/ring_race.c), as an unprivileged user (nobody): the most
+# Guest test: producers racing the kernel's ring consumer
+# (progs/ring_race.c), as an unprivileged user (nobody): the most
 # requests one send doorbell or one received frame takes off a ring is
 # bounded by the ring (a transmit burst for datagrams), whatever a second
 # thread does to the producer index meanwhile.  Then no mbcf object is

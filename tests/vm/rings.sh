@@ -1,6 +1,6 @@
 #!/bin/bash
-# Guest test: hostile user space against mbcf's mapped rings (issue 8,
-# item 1; progs/ring_attack.c).  One pass with the attacked QPs on mbcf1 and
+# Guest test: hostile user space against mbcf's mapped rings
+# (progs/ring_attack.c).  One pass with the attacked QPs on mbcf1 and
 # their peers on mbcf0 (across the veth pair), one in loopback on mbcf0,
 # while another process (`good` mode) moves data on its own pair and checks
 # every byte.  Then: the other process finished exact and made progress

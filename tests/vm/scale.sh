@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: scale (issue 8, item 6).  One process (progs/scale.c) holds
+# Guest test: scale.  One process (progs/scale.c) holds
 # 4096 RC QPs (2048 connected pairs mbcf0 <-> mbcf1), 10,000 one-page MRs
 # (+ one local MR per device) and 64 CQs; every QP writes, reads back and
 # sends checked data, every MR is written and read back; then all QPs keep

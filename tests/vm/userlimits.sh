@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: per-user limits (issue 32, findings 5 and 7), as unprivileged
+# Guest test: per-user limits, as unprivileged
 # users (uid 1001-1003, no capabilities), since that is the threat.
 #
 #  1. Ring memory against RLIMIT_MEMLOCK (8 MiB, a distribution's default):

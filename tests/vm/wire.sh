@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: hostile wire (issue 8, item 2).  progs/wire_attack.c plays a
+# Guest test: hostile wire.  progs/wire_attack.c plays a
 # fake peer of attack QPs on mbcf0 from a raw socket on veth1 and spoofs an
 # honest mbcf1 -> mbcf0 connection, at least 10^6 frames (see the program's
 # header comment for what it checks after every batch).  This script adds:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The first numbers a fresh device hands out (issue 32, finding 7): create
+ * The first numbers a fresh device hands out: create
  * K RC QPs and register K MRs back to back, print their QP numbers and
  * keys, and release them.  ids.sh compares what several device instances
  * give (they must not start alike) and checks each run's own sequence.

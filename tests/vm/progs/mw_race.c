@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ibv_dealloc_mw racing a bind of the same window (issue 32, finding 4).
+ * ibv_dealloc_mw racing a bind of the same window.
  *
  * Each iteration registers a one-page MR (MW_BIND), allocates a window
  * (type 1 on even iterations, type 2 on odd ones) and lets two threads go

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Hostile user space against mbcf's mapped rings (issue 8, item 1), run in
+ * Hostile user space against mbcf's mapped rings, run in
  * the guest by tests/vm/rings.sh.
  *
  *   mbcf_ring_attack [-a DEV] [-b DEV] [-s SEED] [-k KEYFILE] [-D N] CASE|GROUP|all...

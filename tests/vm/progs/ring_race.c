@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Producers racing the kernel's consumer (issue 32, finding 1), run in the
+ * Producers racing the kernel's consumer, run in the
  * guest by tests/vm/race.sh as an unprivileged user.
  *
  *   mbcf_ring_race [-a DEV] [-b DEV] [-t SECONDS] CASE...

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Hostile wire (issue 8, item 2): a raw-socket MBCF frame generator that
+ * Hostile wire: a raw-socket MBCF frame generator that
  * plays a fake peer against mbcf0, and spoofs an honest mbcf1 <-> mbcf0
  * connection.  Run inside the guest by tests/vm/wire.sh.
  *
