@@ -17,7 +17,7 @@ check() { "$@" || failed=$((failed + 1)); }
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_fifo_test "${1:-}") || exit 1
 shift
-cases=${*:-order badkey rdma toobig fullerr scribble destroy}
+cases=${*:-order badkey rdma reg toobig fullerr scribble destroy}
 pins0=$(vm_pins_held)
 vm_log "pinned pages at start: $pins0"
 stop0=$(vm_dev_ctr mbcf0 stop_tx) go0=$(vm_dev_ctr mbcf0 go_tx)

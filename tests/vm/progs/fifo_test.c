@@ -14,6 +14,7 @@
  *   rdma      the FIFO's key for RDMA WRITE and READ: REM_ACCESS_ERR; as
  *             a local SGE's lkey: LOC_PROT_ERR; reg of a FIFO with remote
  *             access, misaligned or sized wrong: EINVAL
+ *   reg       the kernel's checks of MBCF_MR_FIFO, the provider bypassed
  *   toobig    a record larger than size/2: REM_INV_REQ_ERR; larger than a
  *             frame: LOC_LEN_ERR
  *   fullerr   MBCFDV_FIFO_FULL_ERROR: a full FIFO NAKs REM_OP_ERR
@@ -36,8 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/ib_user_verbs.h>
+
 #include "vmprog.h"
 #include "infiniband/mbcfdv.h"
+#include "rdma/mbcf-abi.h"
 
 static const char *dev_a = "mbcf1", *dev_b = "mbcf0";
 static uint64_t rng;
@@ -453,7 +457,7 @@ static void case_rdma(void)
 	pair_free(&p);
 	gfifo_free(&q, "rdma lkey");
 
-	/* creation's checks, straight through the kernel's ibv_reg_mr path */
+	/* the provider's checks (the kernel's: case reg) */
 	al = aligned_alloc(4096, 8192);
 	errno = 0;
 	if (dv.create(B.pd, (uint8_t *)al + 8, 128 + 1024, 0) || errno != EINVAL)
@@ -469,6 +473,96 @@ static void case_rdma(void)
 	if (!mr || ibv_dereg_mr(mr))
 		vc_fail("plain MR after the FIFO checks: %s", strerror(errno));
 	free(al);
+}
+
+/*
+ * REG_MR straight to the command fd with FIFO driver data of inlen bytes,
+ * as a user who bypasses the provider would: 0 (the MR deregistered at
+ * once) or the errno.
+ */
+static int raw_reg(void *addr, uint64_t len, uint32_t access,
+		   const struct mbcf_reg_mr_cmd *c, uint32_t inlen)
+{
+	struct ib_uverbs_reg_mr_resp resp = { 0 };
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_reg_mr cmd;
+		uint8_t drv[sizeof(*c)];
+	} req = {
+		.hdr = { .command = IB_USER_VERBS_CMD_REG_MR,
+			 .out_words = sizeof(resp) / 4 },
+		.cmd = { .response = (uintptr_t)&resp, .start = (uintptr_t)addr,
+			 .length = len, .hca_va = (uintptr_t)addr,
+			 .pd_handle = B.pd->handle, .access_flags = access },
+	};
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_dereg_mr cmd;
+	} dreq = { .hdr = { .command = IB_USER_VERBS_CMD_DEREG_MR,
+			    .in_words = sizeof(dreq) / 4 } };
+	size_t n = sizeof(req.hdr) + sizeof(req.cmd) + inlen;
+
+	memcpy(req.drv, c, sizeof(*c));
+	req.hdr.in_words = (uint16_t)(n / 4);
+	if (write(B.ctx->cmd_fd, &req, n) != (ssize_t)n)
+		return errno;
+	dreq.cmd.mr_handle = resp.mr_handle;
+	if (write(B.ctx->cmd_fd, &dreq, sizeof(dreq)) != (ssize_t)sizeof(dreq))
+		vc_fail("raw DEREG_MR: %s", strerror(errno));
+	return 0;
+}
+
+/* The kernel's checks of a FIFO's registration, without the provider's. */
+static void case_reg(void)
+{
+	uint8_t *m = aligned_alloc(4096, 8192);
+	const struct mbcf_reg_mr_cmd ok = { MBCF_MR_FIFO, 0, 1024, 0 };
+	struct mbcf_reg_mr_cmd c;
+	const uint32_t lw = IBV_ACCESS_LOCAL_WRITE;
+	int e;
+
+#define REG_EXPECT(want, what, ...)					\
+	do {								\
+		e = raw_reg(__VA_ARGS__);				\
+		if (e != (want))					\
+			vc_fail("%s: %s, expected %s", what, strerror(e),	\
+				strerror(want));			\
+	} while (0)
+	REG_EXPECT(0, "valid FIFO", m, 128 + 1024, lw, &ok, sizeof(ok));
+	REG_EXPECT(0, "plain MR (no driver data)", m, 8192, lw, &ok, 0);
+	REG_EXPECT(EINVAL, "FIFO with REMOTE_WRITE", m, 128 + 1024,
+		   lw | IBV_ACCESS_REMOTE_WRITE, &ok, sizeof(ok));
+	REG_EXPECT(EINVAL, "FIFO with REMOTE_READ", m, 128 + 1024,
+		   IBV_ACCESS_REMOTE_READ, &ok, sizeof(ok));
+	REG_EXPECT(EINVAL, "FIFO without LOCAL_WRITE", m, 128 + 1024, 0, &ok,
+		   sizeof(ok));
+	REG_EXPECT(EINVAL, "length not 128 + size", m, 128 + 2048, lw, &ok,
+		   sizeof(ok));
+	REG_EXPECT(EINVAL, "address not 64-byte aligned", m + 8, 128 + 1024,
+		   lw, &ok, sizeof(ok));
+	REG_EXPECT(EINVAL, "driver data short", m, 128 + 1024, lw, &ok, 8);
+	c = ok;
+	c.fifo_size = 1000;
+	REG_EXPECT(EINVAL, "size not a power of two", m, 128 + 1000, lw, &c,
+		   sizeof(c));
+	c = ok;
+	c.fifo_size = 32;
+	REG_EXPECT(EINVAL, "size 32", m, 128 + 32, lw, &c, sizeof(c));
+	c = ok;
+	c.flags = 0x3;
+	REG_EXPECT(EINVAL, "unknown MR flag", m, 128 + 1024, lw, &c, sizeof(c));
+	c = ok;
+	c.fifo_flags = 0x2;
+	REG_EXPECT(EINVAL, "unknown FIFO flag", m, 128 + 1024, lw, &c, sizeof(c));
+	c = ok;
+	c.reserved = 1;
+	REG_EXPECT(EINVAL, "reserved nonzero", m, 128 + 1024, lw, &c, sizeof(c));
+	c = ok;
+	c.flags = 0;
+	REG_EXPECT(EINVAL, "driver data without MBCF_MR_FIFO", m, 128 + 1024,
+		   lw, &c, sizeof(c));
+#undef REG_EXPECT
+	free(m);
 }
 
 static void case_toobig(void)
@@ -640,6 +734,7 @@ static const struct {
 	{ "order", "3 senders x 150 records, one 4 KiB FIFO: once each, in order, STOP/GO", case_order },
 	{ "badkey", "unknown key, plain MR rkey, other PD: REM_ACCESS_ERR", case_badkey },
 	{ "rdma", "FIFO key for WRITE/READ/lkey refused; creation checks", case_rdma },
+	{ "reg", "the kernel's checks of a FIFO registration (raw REG_MR)", case_reg },
 	{ "toobig", "record over size/2: REM_INV_REQ_ERR; over a frame: LOC_LEN_ERR", case_toobig },
 	{ "fullerr", "FULL_ERROR FIFO full: REM_OP_ERR", case_fullerr },
 	{ "scribble", "garbage tail/head: REM_OP_ERR, writes inside the area", case_scribble },
