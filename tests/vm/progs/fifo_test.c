@@ -691,7 +691,7 @@ static void case_destroy(void)
 		vc_fail("setup: %s", strerror(errno));
 		return;
 	}
-	pair_new(&p, B.pd, 64);
+	pair_new(&p, B.pd, 128);	/* room for all 80 */
 	/* pushes stream while the owner pops, then destroys mid-stream */
 	for (i = 0; i < 64; i++)
 		posted += !push(&p, q.f->key, src.mr->lkey, src.p, 100, i);
