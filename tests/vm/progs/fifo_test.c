@@ -582,12 +582,19 @@ static void case_toobig(void)
 	push(&p, q.f->key, src.mr->lkey, src.p, 505, 2);
 	expect_wc(p.scq, IBV_WC_REM_INV_REQ_ERR, "record over size/2");
 	pair_free(&p);
+	gfifo_free(&q, "toobig");
+	/* one frame at the veth's MTU 1500 carries 1472 bytes of a push */
+	if (gfifo_new(&q, B.pd, 4096, 0)) {
+		vc_fail("setup: %s", strerror(errno));
+		return;
+	}
 	pair_new(&p, B.pd, 4);
-	/* MTU 1024 (vp_ep_connect): at most 996 bytes in the one frame */
-	push(&p, q.f->key, src.mr->lkey, src.p, 997, 3);
+	push(&p, q.f->key, src.mr->lkey, src.p, 1472, 3);
+	expect_wc(p.scq, IBV_WC_SUCCESS, "push of one full frame");
+	push(&p, q.f->key, src.mr->lkey, src.p, 1473, 4);
 	expect_wc(p.scq, IBV_WC_LOC_LEN_ERR, "push over one frame");
 	pair_free(&p);
-	gfifo_free(&q, "toobig");
+	gfifo_free(&q, "toobig frame");
 	vp_gbuf_free(&src);
 }
 
