@@ -38,9 +38,13 @@ nak=$(($(vm_dev_ctr mbcf0 nak_tx) - nak0))
 vm_log "mbcf0: stop_tx +$stop, go_tx +$go, nak_tx +$nak"
 case " $cases " in
 *" order "*)
+	# the full FIFO stopped the senders; the owner's doorbell sent GO
 	check assert_cmd test "$stop" -gt 0
 	check assert_cmd test "$go" -gt 0 ;;
 esac
+# one NAK per refused push of the default cases: badkey 3, rdma 2 (the
+# lkey case fails at the sender), toobig 1, fullerr 1, scribble 3, destroy 1
+[ -z "${*:-}" ] && check assert_eq 11 "$nak" "NAKs sent by mbcf0"
 
 check vm_assert_clean fifo_test "$pins0" 30
 check vm_dmesg_check
