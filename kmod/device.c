@@ -280,6 +280,7 @@ static struct mbcf_dev *mbcf_device_alloc(struct net_device *ndev)
 	ib_set_device_ops(&dev->ibdev, &mbcf_device_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_verbs_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_mr_ops);
+	ib_set_device_ops(&dev->ibdev, &mbcf_fifo_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_mw_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_frmr_ops);
 	ib_set_device_ops(&dev->ibdev, &mbcf_ah_ops);

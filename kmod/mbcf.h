@@ -23,6 +23,8 @@
  *   stats.c   counters for `rdma statistic`, the per-QP report
  *   mr.c      memory regions: the only file that touches user pages
  *   mw.c      memory windows: rkeys that resolve to a bound MR range
+ *   fifo.c    memory-based FIFOs: MRs whose key takes pushes only, and
+ *             the doorbell that sends GO to the QPs stopped on one
  *   frmr.c    fast registration (FRWR) of kernel consumers' memory
  *   ah.c      address handles: where UD datagrams go
  *   pacer.c   the device's pacer: one timer that kicks paced QPs when due
@@ -401,6 +403,9 @@ struct mbcf_qp {
 	 * dereg_mr never waits longer than a lock hold for it.
 	 */
 	struct mbcf_mr *mr_hot;
+	/* The FIFO a FIFO_PUSH appends to, from fifo_get to fifo_put
+	 * (fifo.c), inside one core call. */
+	struct mbcf_mr *fifo_hold;
 
 	/* Peer, from modify_qp(RTR). */
 	u8 dmac[ETH_ALEN];
@@ -510,6 +515,7 @@ struct mbcf_qp_snap {
 };
 void mbcf_qp_snapshot(struct mbcf_qp *qp, struct mbcf_qp_snap *s);
 void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
+void mbcf_qp_go(struct mbcf_dev *dev, u32 qpn);
 void mbcf_qp_paced(struct mbcf_qp *qp);
 
 /* pacer.c */
@@ -621,11 +627,14 @@ struct mbcf_mr {
 	spinlock_t lock;		/* windows, dead */
 	u32 windows;			/* memory windows bound to it */
 	bool dead;			/* being deregistered: binds fail */
+	struct mbcf_kfifo *fifo;	/* a FIFO's (fifo.c); NULL: an MR */
 	struct rcu_head rcu;		/* late lookups may read the struct */
 };
 
 /* mr_xa entries of memory windows carry this tag (xa_tag_pointer). */
 #define MBCF_MR_TAG_MW		1
+/* ... and FIFOs this one (fifo.c): no MR lookup takes them */
+#define MBCF_MR_TAG_FIFO	3
 
 /* A BIND_MW request, as wr.c keeps it. */
 struct mbcf_mw_bind {
@@ -664,6 +673,25 @@ int mbcf_mr_gather(struct mbcf_qp *qp, const struct mbcf_sge *sge, u32 num_sge,
 int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
 		    const struct mbcf_sge *sge, u32 num_sge, u32 offset,
 		    const void *src, u32 len);
+
+struct mbcf_mr *mbcf_mr_get_fifo(struct mbcf_dev *dev, struct ib_pd *pd,
+				 u32 key);
+u64 mbcf_mr_fifo_load(struct mbcf_mr *mr, u64 off);
+u64 mbcf_mr_fifo_cmpxchg(struct mbcf_mr *mr, u64 off, u64 old, u64 new);
+void mbcf_mr_fifo_store32(struct mbcf_mr *mr, u64 off, u32 v);
+int mbcf_mr_fifo_write(struct mbcf_mr *mr, u64 off, const u8 *src, u32 len);
+
+/* fifo.c: memory-based FIFOs (MRs registered with MBCF_MR_FIFO) */
+struct mbcf_kfifo;
+struct mbcf_fifo;
+struct mbcf_reg_mr_cmd;
+extern const struct ib_device_ops mbcf_fifo_ops;
+int mbcf_fifo_check(u64 start, u64 length, int access,
+		    const struct mbcf_reg_mr_cmd *c);
+struct mbcf_kfifo *mbcf_fifo_create(const struct mbcf_reg_mr_cmd *c);
+void mbcf_fifo_free(struct mbcf_kfifo *k);
+int mbcf_fifo_get(struct mbcf_qp *qp, u32 fkey, struct mbcf_fifo *f);
+void mbcf_fifo_put(struct mbcf_qp *qp);
 
 /* ah.c */
 extern const struct ib_device_ops mbcf_ah_ops;

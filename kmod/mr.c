@@ -161,9 +161,11 @@ static void mbcf_mr_unpin(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	ib_umem_release(mr->umem);
 }
 
-/* Make a fully set up MR visible to lookups. */
+/* Make a fully set up MR visible to lookups (a FIFO's tagged: fifo.c). */
 static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 {
+	void *e = mr->fifo ? xa_tag_pointer(mr, MBCF_MR_TAG_FIFO) : mr;
+
 	refcount_set(&mr->ref, 1);		/* the registry's */
 	init_completion(&mr->released);
 	mbcf_zc_init(&mr->zc, dev);
@@ -172,7 +174,29 @@ static void mbcf_mr_publish(struct mbcf_dev *dev, struct mbcf_mr *mr)
 	mr->ibmr.rkey = mr->key;
 	atomic_long_add(mr->npages, &dev->mr_pinned_pages);
 	/* Release semantics; cannot fail: the slot is reserved. */
-	xa_store(&dev->mr_xa, mbcf_mr_key_index(mr->key), mr, GFP_KERNEL);
+	xa_store(&dev->mr_xa, mbcf_mr_key_index(mr->key), e, GFP_KERNEL);
+}
+
+/*
+ * The driver data of reg_user_mr: none (a plain MR), or a FIFO's
+ * (struct mbcf_reg_mr_cmd, exactly): *fifo set then, checked by fifo.c.
+ */
+static int mbcf_mr_udata(struct ib_udata *udata, u64 start, u64 length,
+			 int access, struct mbcf_reg_mr_cmd *fifo)
+{
+	int err;
+
+	memset(fifo, 0, sizeof(*fifo));
+	if (!udata || !udata->inlen)
+		return 0;
+	if (udata->inlen != sizeof(*fifo))
+		return -EINVAL;
+	err = ib_copy_from_udata(fifo, udata, sizeof(*fifo));
+	if (err)
+		return err;
+	if (fifo->flags != MBCF_MR_FIFO || fifo->reserved)
+		return -EINVAL;
+	return mbcf_fifo_check(start, length, access, fifo);
 }
 
 static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
@@ -180,6 +204,7 @@ static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
 					 struct ib_udata *udata)
 {
 	struct mbcf_dev *dev = mbcf_pd_dev(ibpd);
+	struct mbcf_reg_mr_cmd fifo;
 	struct mbcf_mr *mr;
 	int err;
 
@@ -188,8 +213,9 @@ static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
 	err = mbcf_mr_check_args(start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);
-	if (udata && udata->inlen)
-		return ERR_PTR(-EINVAL);
+	err = mbcf_mr_udata(udata, start, length, access, &fifo);
+	if (err)
+		return ERR_PTR(err);
 
 	mr = kzalloc(sizeof(*mr), MBCF_GFP_OBJ);
 	if (!mr)
@@ -206,9 +232,16 @@ static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
 	err = mbcf_mr_fill_pages(mr);
 	if (err)
 		goto err_pin;
+	if (fifo.flags) {
+		mr->fifo = mbcf_fifo_create(&fifo);
+		if (!mr->fifo) {
+			err = -ENOMEM;
+			goto err_pages;
+		}
+	}
 	err = mbcf_mr_alloc_key(dev, &mr->key);
 	if (err)
-		goto err_pages;
+		goto err_fifo;
 	/* ibmr.pd is set by the core only after we return: keep our own. */
 
 	mr->pd = ibpd;
@@ -219,6 +252,8 @@ static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
 	mbcf_mr_publish(dev, mr);
 	return &mr->ibmr;
 
+err_fifo:
+	mbcf_fifo_free(mr->fifo);
 err_pages:
 	kvfree(mr->pages);
 err_pin:
@@ -273,6 +308,7 @@ static int mbcf_mr_dereg(struct ib_mr *ibmr, struct ib_udata *udata)
 	/* No new frame takes the pages now (that needs mr->ref); wait for
 	 * those in flight, before the pages are unpinned. */
 	mbcf_zc_drain(&mr->zc, mr->key);
+	mbcf_fifo_free(mr->fifo);	/* no push holds it: mr->ref is 0 */
 	mbcf_mr_unpin(dev, mr);
 	mbcf_res_put(dev, mr->owner, MBCF_RES_MR);
 	kfree_rcu(mr, rcu);
@@ -348,6 +384,8 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
 	} else if (xa_pointer_tag(e) == MBCF_MR_TAG_FRMR) {	/* frmr.c */
 		mr = mbcf_frmr_resolve(xa_untag_pointer(e), pd, key, va, len,
 				       access);
+	} else if (xa_pointer_tag(e) == MBCF_MR_TAG_FIFO) {
+		mr = ERR_PTR(-EACCES);	/* a FIFO's key: pushes only */
 	} else {
 		mr = mbcf_mr_find(e, pd, key, va, len, access);
 		if (!IS_ERR(mr) && !refcount_inc_not_zero(&mr->ref))
@@ -704,4 +742,87 @@ int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
 	return mbcf_mr_sgl_access(qp, pd, sge, num_sge, offset, len,
 				  IB_ACCESS_LOCAL_WRITE, MBCF_MR_STORE,
 				  (void *)src);
+}
+
+/* --- FIFOs (fifo.c): their lookup and their bytes ------------------------ */
+
+/*
+ * The FIFO of @key in @pd, referenced (mbcf_mr_put) as a copy is: dereg
+ * waits for the reference.  Any context; NULL if the key names none.
+ */
+struct mbcf_mr *mbcf_mr_get_fifo(struct mbcf_dev *dev, struct ib_pd *pd,
+				 u32 key)
+{
+	struct mbcf_mr *mr = NULL;
+	void *e;
+
+	rcu_read_lock();
+	e = xa_load(&dev->mr_xa, mbcf_mr_key_index(key));
+	if (xa_pointer_tag(e) == MBCF_MR_TAG_FIFO) {
+		mr = xa_untag_pointer(e);
+		if (mr->key != key || mr->pd != pd ||
+		    !refcount_inc_not_zero(&mr->ref))
+			mr = NULL;
+	}
+	rcu_read_unlock();
+	return mr;
+}
+
+/*
+ * The naturally aligned word of @bytes at byte @off of a FIFO's region,
+ * mapped (kunmap_local() it), or NULL outside the region.  Aligned and at
+ * most 8 bytes: it lies in one page.
+ */
+static void *mbcf_mr_fifo_word(struct mbcf_mr *mr, u64 off, u32 bytes)
+{
+	u64 pos = off + mr->page_offset;
+
+	if (off & (bytes - 1) || off > mr->length - bytes)
+		return NULL;
+	return kmap_local_page(mr->pages[pos >> PAGE_SHIFT]) +
+	       offset_in_page(pos);
+}
+
+/* Load-acquire of the u64 at @off (0 outside the region: never asked). */
+u64 mbcf_mr_fifo_load(struct mbcf_mr *mr, u64 off)
+{
+	u64 *p = mbcf_mr_fifo_word(mr, off, 8), v;
+
+	if (WARN_ON_ONCE(!p))
+		return 0;
+	v = smp_load_acquire(p);
+	kunmap_local(p);
+	return v;
+}
+
+/* Atomically: if the u64 at @off is @old, make it @new; the value before. */
+u64 mbcf_mr_fifo_cmpxchg(struct mbcf_mr *mr, u64 off, u64 old, u64 new)
+{
+	atomic64_t *p = mbcf_mr_fifo_word(mr, off, 8);
+	u64 v;
+
+	if (WARN_ON_ONCE(!p))
+		return ~old;
+	v = atomic64_cmpxchg(p, old, new);	/* a full barrier either way */
+	kunmap_local(p);
+	return v;
+}
+
+/* Store-release of the u32 @v at @off. */
+void mbcf_mr_fifo_store32(struct mbcf_mr *mr, u64 off, u32 v)
+{
+	u32 *p = mbcf_mr_fifo_word(mr, off, 4);
+
+	if (WARN_ON_ONCE(!p))
+		return;
+	smp_store_release(p, v);
+	kunmap_local(p);
+}
+
+/* Copy @len bytes to byte @off of a FIFO's region; -ERANGE outside it. */
+int mbcf_mr_fifo_write(struct mbcf_mr *mr, u64 off, const u8 *src, u32 len)
+{
+	if (off > mr->length || len > mr->length - off)
+		return -ERANGE;
+	return mbcf_mr_walk(mr, off, len, MBCF_MR_STORE, (void *)src);
 }

@@ -229,6 +229,17 @@ static int mbcf_proto_invalidate(void *env, u32 rkey)
 	return err ? MBCF_ST_REMOTE_INVALID_REQUEST : MBCF_ST_OK;
 }
 
+/* FIFO_PUSH at the responder: fifo.c finds and holds the FIFO. */
+static int mbcf_proto_fifo_get(void *env, u32 fkey, struct mbcf_fifo *f)
+{
+	return mbcf_fifo_get(mbcf_proto_qp(env), fkey, f);
+}
+
+static void mbcf_proto_fifo_put(void *env, struct mbcf_fifo *f)
+{
+	mbcf_fifo_put(mbcf_proto_qp(env));
+}
+
 const struct mbcf_ops mbcf_proto_ops = {
 	.xmit = mbcf_proto_xmit,
 	.target_write = mbcf_proto_target_write,
@@ -244,4 +255,6 @@ const struct mbcf_ops mbcf_proto_ops = {
 	.error = mbcf_proto_error,
 	.local = mbcf_proto_local,
 	.invalidate = mbcf_proto_invalidate,
+	.fifo_get = mbcf_proto_fifo_get,
+	.fifo_put = mbcf_proto_fifo_put,
 };

@@ -471,6 +471,25 @@ void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken)
 	mbcf_qp_unlock(qp, true);
 }
 
+/*
+ * A FIFO's doorbell (fifo.c): GO to the QP numbered @qpn if the device
+ * still has it; a QP that is not stopped ignores it.
+ */
+void mbcf_qp_go(struct mbcf_dev *dev, u32 qpn)
+{
+	struct mbcf_qp_ref *ref;
+
+	rcu_read_lock();
+	ref = xa_load(&dev->qp_xa, qpn);
+	if (ref && !refcount_inc_not_zero(&ref->users))
+		ref = NULL;	/* being destroyed */
+	rcu_read_unlock();
+	if (!ref)
+		return;
+	mbcf_qp_recv_posted(ref->qp, false);
+	mbcf_qp_ref_put(ref);
+}
+
 /* ---- create / destroy -------------------------------------------------- */
 
 static int mbcf_qp_check_init(struct ib_qp_init_attr *init, bool kernel)

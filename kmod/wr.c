@@ -377,6 +377,8 @@ static u8 mbcf_wr_parse_send(struct mbcf_qp *qp, const struct mbcf_send_wqe *h,
 	op = h->opcode < ARRAY_SIZE(mbcf_wr_ops) ? mbcf_wr_ops[h->opcode] : 0;
 	if (h->opcode == IB_WR_REG_MR && qp->kernel)	/* frmr.c */
 		op = MBCF_OP_LOCAL;
+	if (h->opcode == MBCF_WR_FIFO_PUSH)	/* fkey in rkey (fifo.c) */
+		op = MBCF_OP_FIFO_PUSH;
 	if (!op || !mbcf_wr_op_allowed(qp, op))
 		return MBCF_WR_MALFORMED;
 	memset(wr, 0, sizeof(*wr));

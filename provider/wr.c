@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mbcf.h"
+#include "infiniband/mbcfdv.h"
 
 /*
  * A doorbell: POST_SEND, POST_RECV or POST_SRQ_RECV with no work requests,
@@ -466,6 +467,13 @@ static void mbcf_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
 static void mbcf_wr_send(struct ibv_qp_ex *qpx)
 {
 	mbcf_wr_remote(qpx, IBV_WR_SEND, 0, 0, 0);
+}
+
+/* mbcfdv_wr_fifo_push (infiniband/mbcfdv.h): the FIFO's key in rkey. */
+__attribute__((visibility("default")))
+void mbcfdv_wr_fifo_push(struct ibv_qp_ex *qpx, uint32_t fifo_key)
+{
+	mbcf_wr_remote(qpx, MBCF_WR_FIFO_PUSH, fifo_key, 0, 0);
 }
 
 static void mbcf_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)

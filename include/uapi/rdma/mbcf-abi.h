@@ -175,6 +175,15 @@ struct mbcf_send_wqe {
 	};
 };
 
+/*
+ * Send entry opcode of a FIFO push (docs/protocol.md 16.3): one record,
+ * its payload by num_sge SGEs or inline, onto the FIFO of key `rkey` at
+ * the peer.  An RC or UC QP's; at most one frame (MTU - 28 bytes).  It
+ * completes as IBV_WC_SEND.  The value lies in the range uverbs leaves
+ * to drivers.
+ */
+#define MBCF_WR_FIFO_PUSH	0xf0
+
 /* Receive queue entry: a 16-byte header, then num_sge struct mbcf_sge. */
 struct mbcf_recv_wqe {
 	__aligned_u64 wr_id;
@@ -187,6 +196,25 @@ struct mbcf_recv_wqe {
 struct mbcf_create_ah_resp {
 	__u32 ah_num;
 	__u32 reserved;
+};
+
+/*
+ * ibv_reg_mr's driver data (optional; none: a plain MR).  With
+ * MBCF_MR_FIFO the region [addr, addr + 128 + fifo_size) becomes a
+ * memory-based FIFO (docs/protocol.md 16): addr 64-byte aligned, access
+ * exactly IBV_ACCESS_LOCAL_WRITE, fifo_size a power of two from 64 B to
+ * 1 GiB.  Its key names the FIFO to FIFO_PUSH only: no RDMA access, lkey
+ * or window takes it.  ibv_advise_mr(IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE)
+ * with one SGE of that key is the FIFO's doorbell: the QPs that were
+ * stopped for lack of room get GO.
+ */
+#define MBCF_MR_FIFO		0x1
+
+struct mbcf_reg_mr_cmd {
+	__u32 flags;		/* MBCF_MR_FIFO */
+	__u32 fifo_flags;	/* MBCF_FIFO_FULL_ERROR (include/mbcf/fifo.h) */
+	__u32 fifo_size;	/* bytes of the record area */
+	__u32 reserved;		/* 0 */
 };
 
 struct mbcf_create_qp_resp {

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mbcf direct verbs (infiniband/mbcfdv.h): the memory-based FIFO of
+ * docs/protocol.md 16.  A FIFO is an MR registered with MBCF_MR_FIFO in
+ * its driver data; its doorbell is ibv_advise_mr(PREFETCH_WRITE) on its
+ * key; the consumer reads the queue in place, as the layout in
+ * include/mbcf/fifo.h says.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mbcf.h"
+#include <mbcf/fifo.h>
+#include "infiniband/mbcfdv.h"
+
+#define MBCFDV_API __attribute__((visibility("default")))
+
+static_assert(MBCFDV_FIFO_CTRL_LEN == MBCF_FIFO_CTRL_LEN, "control block");
+static_assert(MBCFDV_FIFO_FULL_ERROR == MBCF_FIFO_FULL_ERROR, "flags");
+
+MBCFDV_API
+struct mbcfdv_fifo *mbcfdv_create_fifo(struct ibv_pd *pd, void *addr,
+				       size_t length, uint32_t flags)
+{
+	struct {
+		struct ibv_reg_mr ibv_cmd;
+		struct mbcf_reg_mr_cmd drv;
+	} cmd = {};
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct mbcfdv_fifo *f;
+	struct verbs_mr *vmr;
+	size_t size = length - MBCF_FIFO_CTRL_LEN;
+	int ret;
+
+	if (!pd || !addr || length <= MBCF_FIFO_CTRL_LEN ||
+	    size < MBCF_FIFO_SIZE_MIN || size > MBCF_FIFO_SIZE_MAX ||
+	    (size & (size - 1)) ||
+	    ((uintptr_t)addr & 63) || (flags & ~MBCFDV_FIFO_FULL_ERROR)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
+	vmr = calloc(1, sizeof(*vmr));
+	if (!f || !vmr) {
+		free(f);
+		free(vmr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(addr, 0, length);	/* the queue starts empty (16.1) */
+	cmd.drv.flags = MBCF_MR_FIFO;
+	cmd.drv.fifo_flags = flags;
+	cmd.drv.fifo_size = (uint32_t)size;
+	ret = ibv_cmd_reg_mr(pd, addr, length, (uintptr_t)addr,
+			     IBV_ACCESS_LOCAL_WRITE, vmr, &cmd.ibv_cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(f);
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	f->mr = &vmr->ibv_mr;
+	f->key = f->mr->rkey;
+	f->size = (uint32_t)size;
+	f->addr = addr;
+	f->pd = pd;
+	return f;
+}
+
+MBCFDV_API
+int mbcfdv_destroy_fifo(struct mbcfdv_fifo *f)
+{
+	int ret = ibv_cmd_dereg_mr(verbs_get_mr(f->mr));
+
+	if (ret)
+		return ret;
+	free(verbs_get_mr(f->mr));
+	free(f);
+	return 0;
+}
+
+MBCFDV_API
+int mbcfdv_fifo_doorbell(struct mbcfdv_fifo *f)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)f->addr,
+		.length = MBCF_FIFO_CTRL_LEN + f->size,
+		.lkey = f->key,
+	};
+
+	return ibv_cmd_advise_mr(f->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0,
+				 &sge, 1);
+}
+
+static uint8_t *fifo_ctrl(struct mbcfdv_fifo *f, uint32_t off)
+{
+	return (uint8_t *)f->addr + off;
+}
+
+/* The record at head is consumed: zero it, publish head, GO if asked. */
+static int fifo_consume(struct mbcfdv_fifo *f, uint8_t *rec, uint32_t bytes)
+{
+	uint32_t *wait = (uint32_t *)fifo_ctrl(f, MBCF_FIFO_OFF_WAIT);
+
+	/* the kernel never clears: a stale word would look READY next lap */
+	memset(rec, 0, bytes);
+	f->head += bytes;
+	__atomic_store_n((uint64_t *)fifo_ctrl(f, MBCF_FIFO_OFF_HEAD), f->head,
+			 __ATOMIC_RELEASE);
+	/* head before wait: the kernel sets wait before its last look */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(wait, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(wait, 0, __ATOMIC_RELAXED);
+	return mbcfdv_fifo_doorbell(f);
+}
+
+MBCFDV_API
+int mbcfdv_fifo_pop(struct mbcfdv_fifo *f, void *buf, uint32_t cap,
+		    uint32_t *len, uint32_t *qpn)
+{
+	uint8_t *area = fifo_ctrl(f, MBCF_FIFO_CTRL_LEN);
+	int tries;
+
+	/* at most one SKIP precedes a record (16.1) */
+	for (tries = 0; tries < 2; tries++) {
+		uint32_t off = (uint32_t)f->head & (f->size - 1);
+		uint8_t *rec = area + off;
+		uint32_t word = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
+		uint32_t n = word & MBCF_FIFO_LEN_MASK;
+		uint32_t bytes = mbcf_fifo_rec_size(n);
+		int err;
+
+		if (!(word & MBCF_FIFO_READY))
+			return EAGAIN;
+		if (!bytes || bytes > f->size - off)
+			return EPROTO;	/* not what the kernel writes */
+		if (word & MBCF_FIFO_SKIP) {
+			err = fifo_consume(f, rec, bytes);
+			if (err)
+				return err;
+			continue;
+		}
+		if (len)
+			*len = n;
+		if (n > cap)
+			return EMSGSIZE;
+		memcpy(buf, rec + MBCF_FIFO_REC_HDR, n);
+		if (qpn)
+			memcpy(qpn, rec + 4, sizeof(*qpn));
+		return fifo_consume(f, rec, bytes);
+	}
+	return EAGAIN;
+}
