@@ -53,6 +53,7 @@ st_nvme_dev() {
 st_nvmet_setup() {
 	local m
 	mkdir -p "$ST_LOG"
+	modprobe configfs 2>/dev/null
 	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
 		vm_die "configfs"
 	modprobe brd rd_nr=1 rd_size=65536 max_part=0 || vm_die "modprobe brd"
