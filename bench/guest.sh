@@ -10,7 +10,8 @@ set -u
 
 REPS=${2:-${BENCH_REPS:-5}}
 QUICK=${1:-${BENCH_QUICK:-0}}
-PART=${3:-${BENCH_PART:-all}}	# all; or only sw (software stacks), loss (goodput under loss), qps (-q N)
+PART=${3:-${BENCH_PART:-all}}	# all; or only sw (software stacks), loss (goodput under loss), qps (-q N), storage
+echo "BENCH_KERNEL $(uname -r)"	# bench/run.sh names it in the report
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 missing"
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "nan" }'; }
@@ -406,6 +407,13 @@ if [ "$PART" = sw ]; then
 fi
 if [ "$PART" = loss ]; then
 	loss_rows
+	vm_dmesg_check
+	exit
+fi
+if [ "$PART" = storage ]; then
+	# shellcheck source=guest-storage.sh
+	. "$(dirname "$0")/guest-storage.sh"
+	storage_rows
 	vm_dmesg_check
 	exit
 fi

@@ -106,6 +106,54 @@ def ratios(rows):
     return out
 
 
+STORAGE_GROUPS = ("nvme", "nfs")
+
+
+def storage_ratios(rows):
+    """The storage rows' ratio lines (bench/guest-storage.sh), against the
+    issue's targets: NVMe over Fabrics on mbcf >= 1.5x NVMe/TCP's and >= 3x
+    rxe's IOPS at 4 KiB, with less kernel CPU per I/O than NVMe/TCP."""
+    out = []
+
+    def line(text, a, b, target=None, better="higher"):
+        ratio = a / b if b and b == b and a == a else float("nan")
+        verdict = ""
+        if target is not None and ratio == ratio:
+            if better == "higher":
+                ok, op = ratio >= target, ">="
+                short = "" if ok else ", short by {:.0f} %".format((1 - ratio / target) * 100)
+            else:   # "less": strictly below
+                ok, op = ratio < target, "<"
+                short = "" if ok else ", over by {:.0f} %".format((ratio / target - 1) * 100)
+            verdict = " (target {} {:.2f}: {}{})".format(op, target, "met" if ok else "missed", short)
+        out.append("- {}: {:.2f}{}".format(text, ratio, verdict))
+
+    def nv(tr, rw, size, unit):
+        return find(rows, group="nvme", transport=tr, test=f"fio {rw} qd32", size=size, unit=unit)
+
+    def nfs(tr, test, unit):
+        return find(rows, group="nfs", transport=tr, test=test, unit=unit)
+
+    names = {"tcp": "NVMe/TCP", "rxe": "nvme-rdma on rxe"}
+    for other, target in (("tcp", 1.5), ("rxe", 3.0)):
+        line(f"NVMe-oF 4 KiB random read (qd32) IOPS, mbcf / {names[other]}",
+             nv("mbcf", "randread", "4096", "IOPS"), nv(other, "randread", "4096", "IOPS"), target)
+    for other in ("tcp", "rxe"):
+        line(f"kernel CPU per I/O, 4 KiB random read, mbcf / {names[other]}",
+             nv("mbcf", "randread", "4096", "kcpu_us/IO"), nv(other, "randread", "4096", "kcpu_us/IO"),
+             1.0 if other == "tcp" else None, "less")
+    for other in ("tcp", "rxe"):
+        line(f"NVMe-oF 128 KiB sequential read (qd32) MiB/s, mbcf / {names[other]}",
+             nv("mbcf", "read", "131072", "MiB/s"), nv(other, "read", "131072", "MiB/s"))
+        line(f"kernel CPU per I/O, 128 KiB sequential read, mbcf / {names[other]}",
+             nv("mbcf", "read", "131072", "kcpu_us/IO"), nv(other, "read", "131072", "kcpu_us/IO"))
+    for t in ("dd write", "dd read"):
+        line(f"NFS {t[3:]} MiB/s, RDMA on mbcf / TCP", nfs("mbcf", t, "MiB/s"), nfs("tcp", t, "MiB/s"))
+        line(f"NFS {t[3:]} kernel CPU per MiB, RDMA on mbcf / TCP",
+             nfs("mbcf", t, "kcpu_ms/MiB"), nfs("tcp", t, "kcpu_ms/MiB"))
+    return out
+
+
 def pacing(rows):
     """(rate in Mbit/s, pace_slack_us, row) of each pacing row, by rate:
     test names read "ib_write_bw@RMbit/s:slackSus" (bench/guest.sh: no
@@ -278,6 +326,20 @@ def main():
         with open(f"{outdir}/sw.md", "w") as f:
             f.write("\n".join(md) + "\n")
         print("\n".join(sw_table(rows)))
+        return
+    if rows and all(r["group"] in STORAGE_GROUPS for r in rows):
+        md = ["# mbcf benchmark results: kernel storage consumers", "",
+              "QEMU guest (TCG, 2 vCPUs), bench/guest-storage.sh: target and host in one kernel on",
+              "192.0.2.10 (the kernel consumers live in the initial namespace): NVMe over Fabrics",
+              "(brd namespace, fio libaio O_DIRECT iodepth 32, one job on vCPU 1) with nvme-rdma on",
+              "mbcf0, nvme-tcp over lo and nvme-rdma on rxe0; NFSv4.2 over RDMA on mbcf0 and over TCP",
+              "(a tmpfs export, dd bs=1M). Kernel CPU: system + irq + softirq of both vCPUs",
+              "(/proc/stat) over each run, per I/O (us) or per MiB moved (ms).",
+              "Run: " + (how or "bench/run.sh --storage-only"), "",
+              "## Ratios", ""] + storage_ratios(rows) + ["", "## All figures", ""] + table(rows)
+        with open(f"{outdir}/storage.md", "w") as f:
+            f.write("\n".join(md) + "\n")
+        print("\n".join(md))
         return
     if rows and all(r["group"] == "qps" for r in rows):
         md = ["# mbcf benchmark results: many QPs", "",

@@ -2,12 +2,14 @@
 # One command: mbcf against rxe, TCP and the link's raw frame capacity, all
 # measured in one QEMU guest run (bench/guest.sh), then tabulated and
 # plotted by bench/report.py into bench/results/.
-#   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only]
+#   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only]
 #   bench/run.sh --icount [--reps N] [--iters N]
 # --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
 # to bench/results/sw.csv and sw.md instead; --loss-only: only goodput under
 # netem loss, to loss.csv and loss.md; --qps-only: ib_write_bw -q 1..64, to
-# qps.csv and qps.md.
+# qps.csv and qps.md; --storage-only: NVMe over Fabrics (fio) on mbcf, over
+# TCP and on rxe, NFS over RDMA against NFS over TCP (bench/guest-storage.sh),
+# to storage.csv and storage.md.
 # --icount: only the latency and message-rate rows, in a guest whose clock
 # counts instructions (tests/vm/run.sh --icount, bench/guest-icount.sh),
 # N runs each (default 3; --iters: iterations per latency run, default
@@ -26,13 +28,14 @@ while [ $# -gt 0 ]; do
 	--sw-only) part=sw; shift ;;
 	--loss-only) part=loss; shift ;;
 	--qps-only) part=qps; shift ;;
+	--storage-only) part=storage; shift ;;
 	--icount) part=icount; shift ;;
 	--iters) iters=$2; shift 2 ;;
-	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --icount [--iters N]]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only | --icount [--iters N]]" >&2; exit 2 ;;
 	esac
 done
 
-if [ "$part" = icount ]; then
+if [ "$part" = icount ] || [ "$part" = storage ]; then
 	"$src/scripts/build.sh" mbcf_runtime	# the module and the provider are all it runs
 else
 	"$src/scripts/build.sh"
@@ -68,5 +71,8 @@ grep '^BENCH,' "$log" | sed 's/^BENCH,//' >"$out/$name.csv.new"
 	cat "$out/$name.csv.new"
 } >"$out/$name.csv"
 rm -f "$out/$name.csv.new"
-how="bench/run.sh$([ "$quick" = 1 ] && echo " --quick") --reps $reps$([ "$part" = all ] || echo " --$part-only"), $(date -u +%Y-%m-%d), kernel $("$src/scripts/default-kver.sh" --boot)"
+# the guest's kernel as it names it (the newest in /lib/modules need not be
+# the one the rig boots)
+kver=$(awk '$1 == "BENCH_KERNEL" { print $2; exit }' "$log")
+how="bench/run.sh$([ "$quick" = 1 ] && echo " --quick") --reps $reps$([ "$part" = all ] || echo " --$part-only"), $(date -u +%Y-%m-%d), kernel ${kver:-unknown}"
 /usr/bin/python3 "$here/report.py" "$out/$name.csv" "$out" "$how"

@@ -50,6 +50,44 @@ want "- ib_write_bw 64 KiB paced at 100 Mbit/s (pace_slack_us 2000), achieved/ta
 grep -qF "| pacing | mbcf | $(pname 10 2000) | 65536 | 1500 | 0 | 1.1 | **1.10** | 1.1 | achieved/target | 1.10 |" \
 	"$tmp/results.md" || fail "pacing row not in results.md's table"
 
+# The storage rows (bench/run.sh --storage-only): storage.md's ratio lines
+# against the issue's targets, by how much one is missed, and the names
+# bench/guest-storage.sh emits are the ones the report looks up.
+{
+	echo "group,transport,test,size,mtu,ack_interval,unit,median,runs"
+	echo "nvme,mbcf,fio randread qd32,4096,-,0,IOPS,3000.0,3000.0;2900.0;3100.0"
+	echo "nvme,mbcf,fio randread qd32,4096,-,0,kcpu_us/IO,300.0,300.0;310.0;290.0"
+	echo "nvme,tcp,fio randread qd32,4096,-,-,IOPS,2500.0,2500.0"
+	echo "nvme,tcp,fio randread qd32,4096,-,-,kcpu_us/IO,250.0,250.0"
+	echo "nvme,rxe,fio randread qd32,4096,-,-,IOPS,1000.0,1000.0;nan"
+	echo "nvme,rxe,fio randread qd32,4096,-,-,kcpu_us/IO,900.0,900.0"
+	echo "nvme,mbcf,fio read qd32,131072,-,0,MiB/s,60.00,60.00"
+	echo "nvme,tcp,fio read qd32,131072,-,-,MiB/s,40.00,40.00"
+	echo "nfs,mbcf,dd write,67108864,-,-,MiB/s,40.00,40.00"
+	echo "nfs,tcp,dd write,67108864,-,-,MiB/s,20.00,20.00"
+	echo "nfs,mbcf,dd read,67108864,-,-,kcpu_ms/MiB,5.00,5.00"
+	echo "nfs,tcp,dd read,67108864,-,-,kcpu_ms/MiB,10.00,10.00"
+} >"$tmp/s.csv"
+/usr/bin/python3 "$bench/report.py" "$tmp/s.csv" "$tmp" "fixture" >"$tmp/out"
+[ -s "$tmp/storage.md" ] || fail "no storage.md"
+want "- NVMe-oF 4 KiB random read (qd32) IOPS, mbcf / NVMe/TCP: 1.20 (target >= 1.50: missed, short by 20 %)"
+want "- NVMe-oF 4 KiB random read (qd32) IOPS, mbcf / nvme-rdma on rxe: 3.00 (target >= 3.00: met)"
+want "- kernel CPU per I/O, 4 KiB random read, mbcf / NVMe/TCP: 1.20 (target < 1.00: missed, over by 20 %)"
+want "- kernel CPU per I/O, 4 KiB random read, mbcf / nvme-rdma on rxe: 0.33"
+want "- NVMe-oF 128 KiB sequential read (qd32) MiB/s, mbcf / NVMe/TCP: 1.50"
+want "- NFS write MiB/s, RDMA on mbcf / TCP: 2.00"
+want "- NFS read kernel CPU per MiB, RDMA on mbcf / TCP: 0.50"
+grep -qF "| nvme | rxe | fio randread qd32 | 4096 | - | - | 1000 | **1000.0** | 1000 | IOPS | 1000.0 nan |" \
+	"$tmp/storage.md" || fail "the rxe row (one run nan) is not in storage.md's table"
+for n in 'emit nvme "$tr" "fio $rw qd32" "$bs" - "$m" IOPS' 'emit nvme "$tr" "fio $rw qd32" "$bs" - "$m" MiB/s' \
+	'emit nvme "$tr" "fio $rw qd32" "$bs" - "$m" kcpu_us/IO' 'st_fio_case "$1" randread 4096' \
+	'st_fio_case "$1" read 131072' 'emit nfs "$tr" "dd write" $((ST_MIB * 1048576)) - - MiB/s' \
+	'emit nfs "$tr" "dd write" $((ST_MIB * 1048576)) - - kcpu_ms/MiB' \
+	'emit nfs "$tr" "dd read" $((ST_MIB * 1048576)) - - MiB/s' \
+	'emit nfs "$tr" "dd read" $((ST_MIB * 1048576)) - - kcpu_ms/MiB'; do
+	grep -qF -- "$n" "$bench/guest-storage.sh" || fail "guest-storage.sh does not emit: $n"
+done
+
 if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
 	for p in bandwidth latency loss pacing; do
 		[ -s "$tmp/$p.png" ] || fail "no $p.png"
