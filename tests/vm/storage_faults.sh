@@ -166,11 +166,15 @@ connect() {
 	vm_log "connected: $CTRL, $DEV"
 }
 
-# writes: writes completed on $DEV so far (/sys/block/X/stat, field 5)
+# writes: writes completed on the nvme block devices so far (field 5 of
+# their stat; the multipath head of 6.1 keeps none, its path disk does)
 writes() {
-	local s
-	read -r -a s 2>/dev/null <"/sys/block/${DEV##*/}/stat" || { echo 0; return; }
-	echo "${s[4]:-0}"
+	local f s n=0
+	for f in /sys/class/block/nvme*/stat; do
+		read -r -a s 2>/dev/null <"$f" || continue
+		n=$((n + ${s[4]:-0}))
+	done
+	echo "$n"
 }
 writes_past() { [ "$(writes)" -ge "$1" ]; }
 
@@ -191,7 +195,7 @@ fio_start() {
 # proves nothing)
 fio_running() {
 	if kill -0 "$FIO_PID" 2>/dev/null; then
-		echo "ok: fio $FIO_NAME running at the fault ($(writes) writes done on ${DEV##*/})"
+		echo "ok: fio $FIO_NAME running at the fault ($(writes) writes done)"
 		return 0
 	fi
 	vm_fail "fio $FIO_NAME had finished before the fault"
