@@ -104,7 +104,7 @@ nvme_target() {	# A
 	# A's own pattern, for B to read after its reconnect
 	head -c 4194304 /dev/urandom >"$work/a-pattern"
 	vm_pair_wait nvme.disconnected 300 >/dev/null || return 1
-	dd if="$work/a-pattern" of=/dev/ram0 bs=64k seek=1024 conv=notrunc status=none
+	check assert_cmd dd if="$work/a-pattern" of=/dev/ram0 bs=64k seek=640 conv=notrunc status=none
 	sync
 	vm_pair_post nvme.apattern "$(sum <"$work/a-pattern")"
 	vm_pair_wait nvme.done 900 >/dev/null || return 1
@@ -191,7 +191,7 @@ nvme_host() {	# B
 	vm_pair_post nvme.disconnected
 	want=$(vm_pair_wait nvme.apattern 300)
 	check nvme_connect
-	got=$(dd if="$DEV" bs=64k skip=1024 count=64 iflag=direct status=none | sum)
+	got=$(dd if="$DEV" bs=64k skip=640 count=64 iflag=direct status=none | sum)
 	check assert_eq "$want" "$got" "4 MiB written by A into its ramdisk, read by B after a reconnect"
 	check nvme_disconnect
 	# fio moved 4 + 8 MiB each way, the patterns 4 MiB each
@@ -284,7 +284,7 @@ nfs_client() {	# B
 		vm_pair_post "nfs.written.$v"
 		got=$(vm_pair_wait "nfs.sums.$v" 300)
 		for s in $sizes; do
-			check assert_match " f$s=$(sum <"$work/f$s")( |\$)" "$got" "vers=$v: f$s ($s bytes) on A's tmpfs"
+			check assert_match "(^| )f$s=$(sum <"$work/f$s")( |\$)" "$got" "vers=$v: f$s ($s bytes) on A's tmpfs"
 		done
 		check assert_eq "$want" "$(guard 180 cat "$MNT/v$v/from-a" | sum)" \
 			"vers=$v: 2000000 bytes written on A, read on B"
