@@ -312,7 +312,8 @@ nfs_client() {	# B
 	done
 	check assert_cmd modprobe -r rpcrdma
 	for m in nfsv4 nfsv3 nfs; do
-		lsmod | grep -q "^$m " && check assert_cmd modprobe -r "$m"
+		lsmod | grep -q "^$m " || continue
+		check assert_cmd modprobe -r "$m"
 	done
 }
 
