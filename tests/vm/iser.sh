@@ -8,8 +8,8 @@
 #     demo-mode ACLs;
 #   - rxe0 removed first (rdma_cm binds to the first device with the
 #     address's GID); iscsid, discovery and login with the `iser` iface;
-#   - the session's transport is iser (iscsiadm, the SCSI host's proc_name),
-#     its two RC QPs (initiator and target) are on mbcf0 and none on any
+#   - the session's transport is iser (iscsiadm, the SCSI host's proc_name
+#     iscsi_iser), its two RC QPs (initiator and target) are on mbcf0 and none on any
 #     other device, no TCP connection to port 3260 stays up, ib_iser's FRWR
 #     MRs live on mbcf0 and are re-keyed by the I/O (fast registration);
 #   - fio randwrite + verify at 4 KiB and 128 KiB; a pattern written, read
@@ -66,6 +66,7 @@ vm_log "mbcf0 resources with isert listening: $(vm_kres mbcf0)"
 
 # --- initiator -----------------------------------------------------------------
 vm_phase "open-iscsi"
+mkdir -p /run/lock/iscsi	# iscsiadm's and iscsid's record locks
 iscsid -f >"$logs/iscsid.log" 2>&1 &
 iscsid_pid=$!
 # iscsiadm reaches iscsid on this abstract socket (else it would try to
@@ -130,7 +131,7 @@ check assert_match "^iser: \[[0-9]+\] $PORTAL,1 $IQN" "$out" "session transport"
 # /sys/class/iscsi_session/sessionN/device is .../hostH/sessionN
 host=$(readlink -f /sys/class/iscsi_session/session*/device | head -n 1)
 host=$(basename "$(dirname "$host")")
-check assert_eq iser "$(cat "/sys/class/scsi_host/$host/proc_name" 2>/dev/null)" \
+check assert_eq iscsi_iser "$(cat "/sys/class/scsi_host/$host/proc_name" 2>/dev/null)" \
 	"proc_name of $host"
 check assert_eq 0 "$(ss -Htn state established '( dport = :3260 or sport = :3260 )' | wc -l)" \
 	"TCP connections to port 3260"
