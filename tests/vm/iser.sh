@@ -42,6 +42,7 @@ vm_log "mbcf0 resources before: $before; pinned pages: $pins0"
 
 # --- target ------------------------------------------------------------------
 vm_phase "LIO target"
+modprobe configfs 2>/dev/null
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
 	vm_die "configfs"
 modprobe brd rd_nr=1 rd_size=65536 max_part=0 || vm_die "modprobe brd"
@@ -67,7 +68,8 @@ vm_log "mbcf0 resources with isert listening: $(vm_kres mbcf0)"
 # --- initiator -----------------------------------------------------------------
 vm_phase "open-iscsi"
 mkdir -p /run/lock/iscsi	# iscsiadm's and iscsid's record locks
-iscsid -f >"$logs/iscsid.log" 2>&1 &
+# its own session: iscsid ends its whole process group on SIGTERM
+setsid iscsid -f >"$logs/iscsid.log" 2>&1 &
 iscsid_pid=$!
 # iscsiadm reaches iscsid on this abstract socket (else it would try to
 # start it through systemd)

@@ -53,6 +53,7 @@ vm_log "node GUID $GUID, target port $PORTID"
 
 # --- target ------------------------------------------------------------------
 vm_phase "LIO srpt target"
+modprobe configfs 2>/dev/null
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
 	vm_die "configfs"
 modprobe brd rd_nr=1 rd_size=65536 max_part=0 || vm_die "modprobe brd"
