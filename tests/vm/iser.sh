@@ -241,7 +241,11 @@ rmdir "$CFG/iscsi"		# the fabric's directory holds iscsi_target_mod
 rmdir "$CFG/core/iblock_0/ram0" "$CFG/core/iblock_0"
 for m in ib_iser iscsi_tcp ib_isert iscsi_target_mod target_core_iblock target_core_mod brd; do
 	lsmod | grep -q "^$m " || continue
-	check assert_cmd modprobe -r "$m"
+	if ! assert_cmd modprobe -r "$m"; then
+		failed=$((failed + 1))
+		lsmod | grep -E "^$m " | sed 's/^/  lsmod | /'
+		find /sys/kernel/config/target -maxdepth 3 | sed 's/^/  configfs | /'
+	fi
 done
 
 after=$(vm_kres_wait mbcf0 "$before")

@@ -241,7 +241,11 @@ rmdir "$CFG/srpt"		# the fabric's directory holds ib_srpt
 rmdir "$CFG/core/iblock_0/ram0" "$CFG/core/iblock_0"
 for m in ib_srp ib_srpt target_core_iblock target_core_mod brd; do
 	lsmod | grep -q "^$m " || continue
-	check assert_cmd modprobe -r "$m"
+	if ! assert_cmd modprobe -r "$m"; then
+		failed=$((failed + 1))
+		lsmod | grep -E "^$m " | sed 's/^/  lsmod | /'
+		find /sys/kernel/config/target -maxdepth 3 | sed 's/^/  configfs | /'
+	fi
 done
 
 after=$(vm_kres_wait mbcf0 "$before")
