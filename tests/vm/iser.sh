@@ -239,7 +239,9 @@ rm -f "$TPG/lun/lun_0/ram0"
 rmdir "$TPG/lun/lun_0" "$TPG" "$CFG/iscsi/$IQN"
 rmdir "$CFG/iscsi"		# the fabric's directory holds iscsi_target_mod
 rmdir "$CFG/core/iblock_0/ram0" "$CFG/core/iblock_0"
-for m in ib_iser iscsi_tcp ib_isert iscsi_target_mod target_core_iblock target_core_mod brd; do
+# target_core_mod loads every backend (file, pscsi, user) itself
+for m in ib_iser iscsi_tcp ib_isert iscsi_target_mod target_core_iblock \
+	target_core_file target_core_pscsi target_core_user target_core_mod brd; do
 	lsmod | grep -q "^$m " || continue
 	if ! assert_cmd modprobe -r "$m"; then
 		failed=$((failed + 1))

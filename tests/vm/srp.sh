@@ -239,7 +239,9 @@ rmdir "$TPG/lun/lun_0" "$TPG" "$CFG/srpt/$PORTID"
 echo 0 >"$CFG/srpt/discovery_auth/rdma_cm_port"
 rmdir "$CFG/srpt"		# the fabric's directory holds ib_srpt
 rmdir "$CFG/core/iblock_0/ram0" "$CFG/core/iblock_0"
-for m in ib_srp ib_srpt target_core_iblock target_core_mod brd; do
+# target_core_mod loads every backend (file, pscsi, user) itself
+for m in ib_srp ib_srpt target_core_iblock target_core_file target_core_pscsi \
+	target_core_user target_core_mod brd; do
 	lsmod | grep -q "^$m " || continue
 	if ! assert_cmd modprobe -r "$m"; then
 		failed=$((failed + 1))
