@@ -667,12 +667,34 @@ static int mbcf_mr_kva(struct mbcf_qp *qp, u64 va, u32 len,
 	}
 }
 
-/* mbcf_mr_check() of one of @qp's own SGEs (local access: DMA lkey too). */
+/* Does @key name an FRWR MR's slot (frmr.c)? */
+static bool mbcf_mr_key_is_frmr(struct mbcf_dev *dev, u32 key)
+{
+	bool frmr;
+
+	rcu_read_lock();
+	frmr = xa_pointer_tag(xa_load(&dev->mr_xa, mbcf_mr_key_index(key))) ==
+	       MBCF_MR_TAG_FRMR;
+	rcu_read_unlock();
+	return frmr;
+}
+
+/*
+ * mbcf_mr_check() of one of @qp's own send SGEs when it is posted (local
+ * access: DMA lkey too).  Not an FRWR MR's lkey: a REG_MR posted before
+ * this request on the same send queue makes it valid only when its turn
+ * comes (send-queue order, the core's ops->local), after this check (iSER
+ * sends immediate data under the lkey it has just registered).  The
+ * access itself resolves the key afresh, in order (mbcf_mr_copy_out, _in);
+ * a key not valid then fails the request with IB_WC_LOC_PROT_ERR there.
+ */
 int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
 			int access)
 {
 	if (lkey == MBCF_DMA_LKEY)
 		return mbcf_mr_kva(qp, va, len, MBCF_MR_CHECK, NULL);
+	if (mbcf_mr_key_is_frmr(qp->dev, lkey))
+		return 0;
 	return mbcf_mr_check(qp, lkey, va, len, access);
 }
 

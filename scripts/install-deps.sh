@@ -38,8 +38,8 @@ pkgs=(
 	qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
 	# kernel consumers over fast registration (tests/vm/nvmeof.sh,
 	# tests/vm/nfsrdma.sh: nfsd's rpc.nfsd/rpc.mountd/exportfs, mount.nfs,
-	# rpcbind)
-	nvme-cli fio nfs-kernel-server nfs-common rpcbind
+	# rpcbind; tests/vm/iser.sh: open-iscsi's iscsid and iscsiadm)
+	nvme-cli fio nfs-kernel-server nfs-common rpcbind open-iscsi
 	# Debian packages (cmake --build build --target package): debhelper,
 	# dh_dkms (its own package since dkms 3.0.3), lintian for the checks
 	debhelper dh-dkms lintian
