@@ -25,10 +25,12 @@ static int mbcf_verbs_query_device(struct ib_device *ibdev,
 	};
 	int err;
 
-	if (udata->inlen)
+	/* udata: the caller's (uverbs), an empty one (ib_register_device up
+	 * to 6.x) or none at all (7.x registers with NULL) */
+	if (udata && udata->inlen)
 		return -EINVAL;
 	/* packet pacing caps: no generic field carries them to user space */
-	if (udata->outlen) {
+	if (udata && udata->outlen) {
 		err = ib_copy_to_udata(udata, &resp,
 				       min_t(size_t, udata->outlen, sizeof(resp)));
 		if (err)

@@ -94,12 +94,13 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 # The newest kernel Debian packages (unstable), compiled for by
-# kmod.build-newest: its linux-source and Debian's config, unpacked (never
-# installed) and prepared with gcc-12 under /var/tmp/mbcf-kernels
+# kmod.build-newest and booted by label k<MAJOR.MINOR> (k7.2): its
+# linux-source and Debian's config, prepared with gcc-12, and its image
+# and modules, all unpacked (never installed) under /var/tmp/mbcf-kernels
 # (scripts/prepare-newest-kernel.sh: 1.5-4 min cold, 12-50 s when current).
-# A failure (no network) leaves the test skipped, not the install failed.
-#   MBCF_NEWEST_KERNEL=0 skips it.
+# A failure (no network) leaves those tests skipped, not the install failed.
+#   MBCF_NEWEST_KERNEL=0 skips it; MBCF_NEWEST_IMAGE=0 skips the image.
 if [ "${MBCF_NEWEST_KERNEL:-1}" != 0 ]; then
 	"$(dirname "${BASH_SOURCE[0]}")/prepare-newest-kernel.sh" ||
-		echo "install-deps: no tree of the newest kernel; kmod.build-newest will be skipped" >&2
+		echo "install-deps: the newest kernel is not (all) there; kmod.build-newest or its k<mm> label will be skipped" >&2
 fi

@@ -20,7 +20,16 @@
 # unpacking ~25 s, olddefconfig ~8 s, modules_prepare ~45 s), 235 s beside
 # other jobs; ~1.9 GB on disk with the apt lists.  Each step is time-boxed
 # (MBCF_NEWEST_TIMEOUT seconds, default 1800).
+# Also the suite's kernel image and modules for that release (label
+# k<MAJOR.MINOR> boots them, tests/vm/CMakeLists.txt): linux-image-<release>
+# and the packages of the same release it depends on (unstable splits it
+# into linux-binary-, linux-modules- and linux-base-<release>), unpacked
+# with dpkg -x into $cache/image-<release> (boot/vmlinuz-<release> or
+# usr/lib/modules/<release>/vmlinuz, and the modules): ~125 MB to
+# download, ~230 MB on disk, ~40 s.  MBCF_NEWEST_IMAGE=0 skips it.
 # --check: print the tree's path and exit 0 if one is prepared, else 1.
+# --check-image: print the image dir of the prepared tree's release and
+# exit 0 if it is unpacked, else 1.
 set -euo pipefail
 
 cache=${MBCF_KERNEL_CACHE:-/var/tmp/mbcf-kernels}
@@ -35,6 +44,15 @@ if [ "${1:-}" = --check ]; then
 		exit 0
 	fi
 	exit 1
+fi
+if [ "${1:-}" = --check-image ]; then
+	t=$cache/newest
+	[ -f "$t/.mbcf-prepared" ] || exit 1
+	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$t/include/generated/utsrelease.h")
+	i=$cache/image-$rel
+	[ -n "$rel" ] && [ -f "$i/.mbcf-unpacked" ] || exit 1
+	echo "$i"
+	exit 0
 fi
 
 say() { echo "prepare-newest-kernel: $*"; }
@@ -82,9 +100,45 @@ release=${hdr_pkg#linux-headers-}
 tree=$cache/linux-$release
 stamp="$src_pkg $ver $hdr_pkg gcc=$(gcc -dumpfullversion)"
 
+# The image and modules of $release: linux-image-$release and what of the
+# same release it depends on, each unpacked with dpkg -x into $img.
+img=$cache/image-$release
+fetch_image() {
+	local p v d=$cache/image-debs want=()
+	[ "${MBCF_NEWEST_IMAGE:-1}" != 0 ] || return 0
+	for p in "linux-image-$release" $(apt-cache "${apt_opts[@]}" depends "linux-image-$release" |
+		sed -n "s/^ *Depends: \(linux-[a-z]*-$release\)\$/\1/p" | sort -u); do
+		v=$(apt-cache "${apt_opts[@]}" show "$p" | sed -n 's/^Version: //p' | sort -V | tail -n1)
+		[ -n "$v" ] || { say "no $p in $suite" >&2; return 1; }
+		want+=("$p=$v")
+	done
+	if [ -f "$img/.mbcf-unpacked" ] && [ "$(cat "$img/.mbcf-unpacked")" = "${want[*]}" ]; then
+		say "$img is unpacked (${want[*]})"
+		return 0
+	fi
+	say "unpacking ${want[*]} into $img"
+	rm -rf "$d" "$img" "$img.tmp"
+	mkdir -p "$d" "$img.tmp"
+	(cd "$d" && timeout "$tmo" apt-get -qq "${apt_opts[@]}" download "${want[@]}")
+	for p in "$d"/*.deb; do
+		timeout "$tmo" dpkg -x "$p" "$img.tmp"
+	done
+	rm -rf "$d"
+	[ -r "$img.tmp/boot/vmlinuz-$release" ] || [ -r "$img.tmp/usr/lib/modules/$release/vmlinuz" ] ||
+		{ say "no vmlinuz of $release in ${want[*]}" >&2; return 1; }
+	[ -d "$img.tmp/lib/modules/$release/kernel" ] || [ -d "$img.tmp/usr/lib/modules/$release/kernel" ] ||
+		{ say "no modules of $release in ${want[*]}" >&2; return 1; }
+	echo "${want[*]}" >"$img.tmp/.mbcf-unpacked"
+	for p in "$cache"/image-*; do
+		[ "$p" = "$img.tmp" ] || [ ! -d "$p" ] || rm -rf "$p"
+	done
+	mv "$img.tmp" "$img"
+}
+
 if [ -f "$tree/.mbcf-prepared" ] && [ "$(cat "$tree/.mbcf-prepared")" = "$stamp" ]; then
 	ln -sfn "linux-$release" "$cache/newest"
 	say "$tree is prepared ($stamp; $(($(date +%s) - t0)) s)"
+	fetch_image
 	exit 0
 fi
 
@@ -123,3 +177,4 @@ done
 mv "$tree.tmp" "$tree"
 ln -sfn "linux-$release" "$cache/newest"
 say "$tree prepared in $(($(date +%s) - t0)) s"
+fetch_image

@@ -4,8 +4,11 @@
 #   kernel-dir.sh ROOT REL KO OUT
 # ROOT: where boot/vmlinuz-REL and lib/modules/REL are ("/" for an installed
 # kernel, e.g. bookworm-security's 6.12 after scripts/install-deps.sh; or a
-# dir its linux-image package was unpacked into).  KO: mbcf.ko for REL
-# (kmod.build-MAJOR.MINOR: build/kmod-REL/mbcf.ko).  OUT gets
+# dir its linux-image package was unpacked into), or usr/lib/modules/REL
+# with the image in it as vmlinuz (unstable's packages:
+# scripts/prepare-newest-kernel.sh unpacks them).  KO: mbcf.ko for REL
+# (kmod.build-MAJOR.MINOR: build/kmod-REL/mbcf.ko; kmod.build-newest:
+# build/kmod-newest/mbcf.ko), whose vermagic must name REL.  OUT gets
 #   vmlinux                  the bzImage's ELF payload (PVH entry)
 #   lib/modules/REL/         links to ROOT's modules, extra/mbcf.ko, and
 #                            depmod's index over both
@@ -16,8 +19,16 @@ set -euo pipefail
 root=$1 rel=$2 ko=$3 out=$4
 bz=$root/boot/vmlinuz-$rel
 mods=$root/lib/modules/$rel
+if [ ! -r "$bz" ] && [ -r "$root/usr/lib/modules/$rel/vmlinuz" ]; then
+	bz=$root/usr/lib/modules/$rel/vmlinuz
+	mods=$root/usr/lib/modules/$rel
+fi
 [ -r "$bz" ] && [ -d "$mods" ] || { echo "SKIP: no $bz or $mods"; exit 77; }
 [ -f "$ko" ] || { echo "FAIL: no $ko (kmod.build for $rel)"; exit 1; }
+# The kernel refuses a module whose vermagic names another release (the
+# newest tree may have moved on since cmake was run: run it again).
+kv=$(modinfo -F vermagic "$ko" | cut -d' ' -f1)
+[ "$kv" = "$rel" ] || { echo "FAIL: $ko is for $kv, not $rel (reconfigure)"; exit 1; }
 case $(realpath -m "$out") in
 /tmp/*) echo "FAIL: $out is under /tmp, which the guest cannot see"; exit 1 ;;
 esac
@@ -41,7 +52,7 @@ for f in "$mods"/*; do
 	b=${f##*/}
 	case $b in
 	modules.order | modules.builtin | modules.builtin.modinfo) ;;
-	modules.* | extra | updates) continue ;;
+	modules.* | extra | updates | vmlinuz | build | source) continue ;;
 	esac
 	ln -s "$(realpath "$f")" "$m/$b"
 done
@@ -52,4 +63,4 @@ depmod -b "$out.new" "$rel" >"$out.depmod.log" 2>&1 || { tail -n 5 "$out.depmod.
 rm -f "$out.depmod.log"
 rm -rf "$out"
 mv "$out.new" "$out"
-echo "kernel-dir.sh: $rel in $out (mbcf.ko $(modinfo -F vermagic "$ko" | cut -d' ' -f1))"
+echo "kernel-dir.sh: $rel in $out (mbcf.ko for $kv)"

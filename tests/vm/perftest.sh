@@ -143,8 +143,16 @@ zc_check "zero-copy with a packet tap, copied" 1
 # LOST comes back.  (Before, each refusal opened a gap: ~800 LOSTs and
 # 14-17 k frames resent per 400 x 64 KiB at a backlog of 16, against
 # 0 LOSTs and 320-580 frames resent now.)
+# Each veth's receive is steered to the other vCPU (RPS) meanwhile: unsteered,
+# from Linux 6.5 on (ksoftirqd_running() gone from kernel/softirq.c) every
+# local_bh_enable() runs NET_RX at once, so the poster, owning the transmit,
+# sends each frame from process context with the peer's backlog drained
+# behind it, and nothing is refused (6.12: tx_refused +0; 17836 of 18003
+# frames traced outside softirq).  Steered: 6.1 +780, 6.12 +775, lost_rx +0.
 refused_check() {
 	local bl r0 l0 x0 r1 l1 x1
+	echo 1 >/sys/class/net/veth0/queues/rx-0/rps_cpus
+	in_ns1 sh -c "echo 2 >/sys/class/net/veth1/queues/rx-0/rps_cpus"
 	bl=$(sysctl -n net.core.netdev_max_backlog)
 	r0=$(dev_ctr mbcf1 tx_refused)
 	l0=$(dev_ctr mbcf1 lost_rx)
@@ -152,6 +160,8 @@ refused_check() {
 	sysctl -qw net.core.netdev_max_backlog=8
 	perf ib_write_bw 65536 -n 400
 	sysctl -qw net.core.netdev_max_backlog="$bl"
+	echo 0 >/sys/class/net/veth0/queues/rx-0/rps_cpus
+	in_ns1 sh -c "echo 0 >/sys/class/net/veth1/queues/rx-0/rps_cpus"
 	r1=$(dev_ctr mbcf1 tx_refused)
 	l1=$(dev_ctr mbcf1 lost_rx)
 	x1=$(dev_ctr mbcf1 retransmit_frames)
@@ -163,15 +173,11 @@ refused_check() {
 		echo "FAIL: frames refused by a full backlog: tx_refused +$((r1 - r0)) (want > 0), lost_rx +$((l1 - l0)) (want 0), retransmit_frames +$((x1 - x0))"
 	fi
 }
-# VM_EXTRA_KERNEL (the k<MAJOR.MINOR> lanes): two checks hold on 6.1 only
-# so far.  On 6.12 the veth refused nothing at a backlog of 8 (tx_refused
-# +0, 22 frames resent, no LOST), and the steered 1440 B runs rang a
-# doorbell per post (3606 in 5000); both are open questions, not passes.
-if [ -n "${VM_EXTRA_KERNEL:-}" ]; then
-	echo "skip: frames refused by a full backlog, and the doorbell checks of quiet_check, on $(uname -r)"
-else
-	refused_check
-fi
+refused_check
+# VM_EXTRA_KERNEL (the k<MAJOR.MINOR> lanes): the steered 1440 B runs of
+# quiet_check rang a doorbell per post on 6.12 (3606 in 5000): an open
+# question, so their doorbell limit holds on 6.1 only.
+[ -n "${VM_EXTRA_KERNEL:-}" ] && echo "skip: the doorbell limit of quiet_check on $(uname -r)"
 
 # Responses are acknowledged late, unasked (docs/protocol.md 6.2): in a
 # ping-pong of 500 reads or atomics the requester's next request carries
