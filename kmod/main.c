@@ -59,6 +59,9 @@ static int mbcf_main_netdev_event(struct notifier_block *nb,
 
 	switch (event) {
 	case NETDEV_UNREGISTER:
+		/* nothing leaves any more: fail the QPs before the RDMA
+		 * core asks their consumers to let go (qp.c) */
+		mbcf_qp_fail_all(dev);
 		mbcf_device_queue_unregister(dev);
 		break;
 	case NETDEV_UP:

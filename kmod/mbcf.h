@@ -516,6 +516,7 @@ struct mbcf_qp_snap {
 void mbcf_qp_snapshot(struct mbcf_qp *qp, struct mbcf_qp_snap *s);
 void mbcf_qp_recv_posted(struct mbcf_qp *qp, bool srq_broken);
 void mbcf_qp_go(struct mbcf_dev *dev, u32 qpn);
+void mbcf_qp_fail_all(struct mbcf_dev *dev);
 void mbcf_qp_paced(struct mbcf_qp *qp);
 
 /* pacer.c */

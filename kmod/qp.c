@@ -490,6 +490,45 @@ void mbcf_qp_go(struct mbcf_dev *dev, u32 qpn)
 	mbcf_qp_ref_put(ref);
 }
 
+/*
+ * The device's netdev is being unregistered: every QP to ERROR now, its
+ * requests flushed, as when hardware is unplugged (no QP event: the RDMA
+ * core raises IB_EVENT_DEVICE_FATAL for the device as a whole).  Frames can no longer leave, so otherwise a consumer would
+ * wait out its retransmission and command timeouts before the RDMA core
+ * could remove it from the device (nvme-rdma: ~95 s).  Process context
+ * (the netdev notifier); one QP lock at a time, bounded by the QP count.
+ */
+void mbcf_qp_fail_all(struct mbcf_dev *dev)
+{
+	unsigned long qpn = 0;
+	struct mbcf_qp_ref *ref;
+	struct mbcf_qp *qp;
+
+	for (;;) {
+		rcu_read_lock();
+		ref = xa_find(&dev->qp_xa, &qpn, ULONG_MAX, XA_PRESENT);
+		if (ref && !refcount_inc_not_zero(&ref->users))
+			ref = ERR_PTR(-ENOENT);	/* being destroyed: skip */
+		rcu_read_unlock();
+		if (!ref)
+			break;
+		if (!IS_ERR(ref)) {
+			qp = ref->qp;
+			spin_lock_bh(&qp->lock);
+			if (!qp->dying && qp->state != IB_QPS_RESET &&
+			    qp->state != IB_QPS_ERR)
+				qp->pend |= MBCF_QP_PEND_ERROR;
+			mbcf_qp_settle(qp, mbcf_proto_now());
+			mbcf_qp_unlock(qp, true);
+			mbcf_qp_ref_put(ref);
+		}
+		if (qpn == ULONG_MAX)
+			break;
+		qpn++;
+		cond_resched();
+	}
+}
+
 /* ---- create / destroy -------------------------------------------------- */
 
 static int mbcf_qp_check_init(struct ib_qp_init_attr *init, bool kernel)
