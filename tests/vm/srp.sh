@@ -25,6 +25,8 @@
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+# shellcheck source=lio-ulp.sh
+. "$(dirname "${MBCF_VM_LIB:-$0}")/lio-ulp.sh"
 
 vm_require_mbcf
 
@@ -142,92 +144,8 @@ login || vm_die "first login"
 check assert_eq 1 "$(ls -d /sys/class/srp_remote_ports/port-* 2>/dev/null | wc -l)" \
 	"SRP remote ports"
 
-# Initiator and target QPs (both made by rdma_create_qp: "comm [rdma_cm]")
-# live on mbcf0: one RC QP each end of the one channel; none elsewhere.
-qps=$(rdma resource show qp 2>/dev/null)
-printf '%s\n' "$qps" | sed 's/^/  | /' | head -n 8
-check assert_eq 2 "$(printf '%s\n' "$qps" | grep -cE 'link mbcf0/1 .*type RC .*comm \[rdma_cm\]')" \
-	"kernel RC QPs of rdma_cm on mbcf0"
-check assert_eq 0 "$(printf '%s\n' "$qps" | grep -F 'comm [rdma_cm]' | grep -vc 'link mbcf0/')" \
-	"kernel QPs on other devices"
-vm_log "mbcf0 resources while logged in: $(vm_kres mbcf0)"
-
-# ib_srp's fast registration MRs, "mrn N rkey K": ib_srp re-keys one
-# (ib_update_fast_reg_key) before each IB_WR_REG_MR it posts
-srp_mrs() {
-	rdma resource show mr 2>/dev/null | awk '$2 == "mbcf0" && / comm \[ib_srp\]/ {
-		for (i = 3; i < NF; i++) if ($i == "mrn") n = $(i + 1); else if ($i == "rkey") k = $(i + 1)
-		print n, k }' | LC_ALL=C sort
-}
-mrs0=$(srp_mrs)
-nmrs=$(printf '%s\n' "$mrs0" | grep -c .)
-vm_log "ib_srp MRs on mbcf0: $nmrs"
-if [ "$nmrs" -ge 1 ]; then
-	echo "ok: ib_srp holds $nmrs MRs on mbcf0"
-else
-	echo "FAIL: ib_srp holds no MR on mbcf0"
-	failed=$((failed + 1))
-fi
-
-# --- fio with verification -----------------------------------------------------
-run_fio() {	# NAME BS OFFSET SIZE
-	local out rc
-	out=$(timeout 300 fio --name="$1" --filename="$DEV" --direct=1 \
-		--ioengine=libaio --iodepth=16 --rw=randwrite --bs="$2" \
-		--offset="$3" --size="$4" --verify=crc32c --do_verify=1 \
-		--verify_fatal=1 --randrepeat=0 --runtime=120 2>&1)
-	rc=$?
-	printf '%s\n' "$out" >"$logs/fio.$1"
-	if [ "$rc" = 0 ] && printf '%s\n' "$out" | grep -q ' err= 0'; then
-		echo "ok: fio $1: $(printf '%s\n' "$out" | grep -E '^ *(WRITE|READ):' | sed 's/(.*//' | tr -s ' ' | tr '\n' ';')"
-	else
-		echo "FAIL: fio $1 rc=$rc"
-		printf '%s\n' "$out" | tail -n 25 | sed 's/^/  | /'
-		return 1
-	fi
-}
-tx0=$(vm_dev_ctr mbcf0 tx_payload_bytes)
-check run_fio rw4k 4k 0 4M
-check run_fio rw128k 128k 8M 8M
-tx1=$(vm_dev_ctr mbcf0 tx_payload_bytes)
-# 4 MiB + 8 MiB written and read back: at least 24 MiB of payload
-if [ "$((tx1 - tx0))" -ge $((24 << 20)) ]; then
-	echo "ok: mbcf0 carried $((tx1 - tx0)) payload bytes during fio (>= 24 MiB)"
-else
-	echo "FAIL: mbcf0 carried $((tx1 - tx0)) payload bytes during fio (< 24 MiB)"
-	failed=$((failed + 1))
-fi
-rekeyed=$(LC_ALL=C join <(printf '%s\n' "$mrs0") <(srp_mrs) | awk '$2 != $3' | wc -l)
-if [ "$rekeyed" -ge 1 ]; then
-	echo "ok: $rekeyed of ib_srp's $nmrs MRs re-keyed by fast registration during fio"
-else
-	echo "FAIL: none of ib_srp's $nmrs MRs was re-keyed during fio"
-	failed=$((failed + 1))
-fi
-
-# --- data reaches the ramdisk and survives a new login -----------------------
-dd if=/dev/urandom of="$logs/pattern" bs=1M count=4 status=none
-check assert_cmd dd if="$logs/pattern" of="$DEV" bs=64k seek=512 oflag=direct status=none
-sync
-rm -f "$logs/ram"
-dd if=/dev/ram0 of="$logs/ram" bs=64k skip=512 count=64 iflag=direct status=none
-if cmp -s "$logs/pattern" "$logs/ram"; then
-	echo "ok: the 4 MiB written through SRP are on the target's /dev/ram0"
-else
-	echo "FAIL: the target's /dev/ram0 does not hold the bytes written"
-	failed=$((failed + 1))
-fi
-check logout
-check login
-rm -f "$logs/back"
-check assert_cmd dd if="$DEV" of="$logs/back" bs=64k skip=512 count=64 iflag=direct status=none
-if cmp -s "$logs/pattern" "$logs/back"; then
-	echo "ok: 4 MiB written before the logout read back identical after a new login"
-else
-	echo "FAIL: data read back after the new login differs"
-	failed=$((failed + 1))
-fi
-check logout
+lio_ulp_qps
+lio_ulp_data ib_srp SRP
 
 # --- teardown ----------------------------------------------------------------------
 vm_phase "teardown"
@@ -239,28 +157,4 @@ rmdir "$TPG/lun/lun_0" "$TPG" "$CFG/srpt/$PORTID"
 echo 0 >"$CFG/srpt/discovery_auth/rdma_cm_port"
 rmdir "$CFG/srpt"		# the fabric's directory holds ib_srpt
 rmdir "$CFG/core/iblock_0/ram0" "$CFG/core/iblock_0"
-# target_core_mod loads every backend (file, pscsi, user) itself
-for m in ib_srp ib_srpt target_core_iblock target_core_file target_core_pscsi \
-	target_core_user target_core_mod brd; do
-	lsmod | grep -q "^$m " || continue
-	if ! assert_cmd modprobe -r "$m"; then
-		failed=$((failed + 1))
-		lsmod | grep -E "^$m " | sed 's/^/  lsmod | /'
-		find /sys/kernel/config/target -maxdepth 3 | sed 's/^/  configfs | /'
-	fi
-done
-
-after=$(vm_kres_wait mbcf0 "$before")
-check assert_eq "$before" "$after" "mbcf0 resource summary after teardown"
-check assert_eq 0 "$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf')" "MRs left on mbcf devices"
-check assert_eq "$pins0" "$(vm_pins_held)" "pinned pages after teardown"
-check assert_cmd rdma link delete mbcf0
-check assert_cmd rdma link delete mbcf1
-check assert_cmd rmmod mbcf
-check vm_dmesg_check
-
-if [ "$failed" != 0 ]; then
-	echo "srp: $failed check(s) failed"
-	exit 1
-fi
-echo "srp: all checks passed"
+lio_ulp_finish srp ib_srp ib_srpt
