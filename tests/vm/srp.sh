@@ -105,9 +105,16 @@ srp_dev() {
 }
 
 login() {
-	local t0=$EPOCHREALTIME
-	if ! echo "$TARGET" >"$ADD"; then
-		echo "FAIL: add_target $TARGET"
+	local t0=$EPOCHREALTIME err=
+	# ib_srp drops a deleted target from its list only after its SCSI host
+	# is gone (srp_remove_work): until then the same target is EEXIST
+	for _ in $(seq 150); do
+		err=$({ echo "$TARGET" >"$ADD"; } 2>&1) && break
+		[[ $err == *"File exists"* ]] || break
+		sleep 0.2
+	done
+	if [ -n "$err" ]; then
+		echo "FAIL: add_target $TARGET: $err"
 		dmesg | tail -n 20 | sed 's/^/  | /'
 		return 1
 	fi
