@@ -91,13 +91,16 @@ else
 	fail "libmbcf1 Depends: libibverbs1 lower bound '$lower' not in [34, installed] ($depends)"
 fi
 
-# --- libmbcf1: the provider, its driver file and man page, nothing else ---------
+# --- libmbcf1: the provider, its driver file, the direct-verbs header and
+# the man pages, nothing else -------------------------------------------------
 deb_list "$provider_deb" >"$work/provider.list"
 with_parents >"$work/provider.want" <<EOF
 ./etc/libibverbs.d/mbcf.driver
+./usr/include/infiniband/mbcfdv.h
 ./usr/lib/$multiarch/libibverbs/libmbcf-rdmav34.so
 ./usr/share/doc/libmbcf1/changelog.gz
 ./usr/share/doc/libmbcf1/copyright
+./usr/share/man/man3/mbcfdv.3.gz
 ./usr/share/man/man7/mbcf.7.gz
 EOF
 expect_list "libmbcf1 files" "$work/provider.want" "$work/provider.list"
