@@ -45,8 +45,14 @@
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND)
 
-/* What mbcf_mr_walk() does with each piece of a range. */
-enum mbcf_mr_op { MBCF_MR_CHECK, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF };
+/*
+ * What mbcf_mr_walk() does with each piece of a range.  MBCF_MR_POSTED is
+ * MBCF_MR_CHECK of a send SGE being posted: an FRWR key passes it
+ * unchecked (see mbcf_mr_check_local).
+ */
+enum mbcf_mr_op {
+	MBCF_MR_CHECK, MBCF_MR_POSTED, MBCF_MR_LOAD, MBCF_MR_STORE, MBCF_MR_REF
+};
 
 static inline struct mbcf_mr *to_mbcf_mr(struct ib_mr *ibmr)
 {
@@ -369,9 +375,11 @@ static struct mbcf_mr *mbcf_mr_find(struct mbcf_mr *mr, struct ib_pd *pd,
  * @qp (its PD; a type 2 window's QP), with a reference that keeps the
  * pages pinned (mbcf_mr_put).  A window's rkey resolves to the MR it is
  * bound to, with the window's access and bounds (remote access only).
+ * NULL, with @frmr_later, if @key is an FRWR MR's: not to be checked yet.
  */
 static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
-				   u32 key, u64 va, u64 len, int access)
+				   u32 key, u64 va, u64 len, int access,
+				   bool frmr_later)
 {
 	void *e;
 	struct mbcf_mr *mr;
@@ -382,7 +390,8 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
 		mr = mbcf_mw_resolve(xa_untag_pointer(e), qp, key, va, len,
 				     access);
 	} else if (xa_pointer_tag(e) == MBCF_MR_TAG_FRMR) {	/* frmr.c */
-		mr = mbcf_frmr_resolve(xa_untag_pointer(e), pd, key, va, len,
+		mr = frmr_later ? NULL :
+		     mbcf_frmr_resolve(xa_untag_pointer(e), pd, key, va, len,
 				       access);
 	} else if (xa_pointer_tag(e) == MBCF_MR_TAG_FIFO) {
 		mr = ERR_PTR(-EACCES);	/* a FIFO's key: pushes only */
@@ -408,16 +417,16 @@ static struct mbcf_mr *mbcf_mr_get(struct mbcf_qp *qp, struct ib_pd *pd,
  */
 static struct mbcf_mr *mbcf_mr_use(struct mbcf_qp *qp, struct ib_pd *pd,
 				   u32 key, u64 va, u64 len, int access,
-				   bool *own)
+				   enum mbcf_mr_op op, bool *own)
 {
 	struct mbcf_mr *mr = qp->mr_hot;
 
 	lockdep_assert_held(&qp->lock);
 	*own = false;
-	if (mr && mr->key == key)
+	if (mr && mr->key == key)	/* never an FRWR MR: its mr.key is 0 */
 		return mbcf_mr_find(mr, pd, key, va, len, access);
-	mr = mbcf_mr_get(qp, pd, key, va, len, access);
-	if (IS_ERR(mr))
+	mr = mbcf_mr_get(qp, pd, key, va, len, access, op == MBCF_MR_POSTED);
+	if (IS_ERR_OR_NULL(mr))
 		return mr;
 	if (mr->key != key) {
 		*own = true;
@@ -495,6 +504,7 @@ static int mbcf_mr_walk(struct mbcf_mr *mr, u64 off, u32 len,
 				return -E2BIG;
 			break;
 		case MBCF_MR_CHECK:
+		case MBCF_MR_POSTED:
 			break;
 		}
 		pos += n;
@@ -544,9 +554,11 @@ static int mbcf_mr_access(struct mbcf_qp *qp, struct ib_pd *pd, u32 key,
 	/* Verbs: a zero-length operation needs no valid key. */
 	if (!len)
 		return 0;
-	mr = mbcf_mr_use(qp, pd, key, va, len, access, &own);
+	mr = mbcf_mr_use(qp, pd, key, va, len, access, op, &own);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
+	if (!mr)
+		return 0;	/* MBCF_MR_POSTED of an FRWR key */
 	/* frmr.c: the consumer's pages must not outlive an invalidation
 	 * in a frame's fragments: copy */
 	if (op == MBCF_MR_REF && mr->ibmr.type == IB_MR_TYPE_MEM_REG) {
@@ -631,7 +643,7 @@ int mbcf_mr_atomic(struct mbcf_qp *qp, u32 key, u64 va, bool cmp_swap,
 	if (!IS_ALIGNED(va, sizeof(u64)))
 		return -EINVAL;
 	mr = mbcf_mr_get(qp, qp->ibqp.pd, key, va, sizeof(u64),
-			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE);
+			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE, false);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	*orig = mbcf_mr_atomic_op(mr, va - mr->iova, cmp_swap, swap_add, compare);
@@ -667,35 +679,23 @@ static int mbcf_mr_kva(struct mbcf_qp *qp, u64 va, u32 len,
 	}
 }
 
-/* Does @key name an FRWR MR's slot (frmr.c)? */
-static bool mbcf_mr_key_is_frmr(struct mbcf_dev *dev, u32 key)
-{
-	bool frmr;
-
-	rcu_read_lock();
-	frmr = xa_pointer_tag(xa_load(&dev->mr_xa, mbcf_mr_key_index(key))) ==
-	       MBCF_MR_TAG_FRMR;
-	rcu_read_unlock();
-	return frmr;
-}
-
 /*
  * mbcf_mr_check() of one of @qp's own send SGEs when it is posted (local
  * access: DMA lkey too).  Not an FRWR MR's lkey: a REG_MR posted before
  * this request on the same send queue makes it valid only when its turn
  * comes (send-queue order, the core's ops->local), after this check (iSER
- * sends immediate data under the lkey it has just registered).  The
- * access itself resolves the key afresh, in order (mbcf_mr_copy_out, _in);
- * a key not valid then fails the request with IB_WC_LOC_PROT_ERR there.
+ * sends immediate data under the lkey it has just registered); the one key
+ * lookup of MBCF_MR_POSTED tells.  The access itself resolves the key
+ * afresh, in order (mbcf_mr_copy_out, _in); a key not valid then fails the
+ * request with IB_WC_LOC_PROT_ERR there.
  */
 int mbcf_mr_check_local(struct mbcf_qp *qp, u32 lkey, u64 va, u32 len,
 			int access)
 {
 	if (lkey == MBCF_DMA_LKEY)
 		return mbcf_mr_kva(qp, va, len, MBCF_MR_CHECK, NULL);
-	if (mbcf_mr_key_is_frmr(qp->dev, lkey))
-		return 0;
-	return mbcf_mr_check(qp, lkey, va, len, access);
+	return mbcf_mr_access(qp, qp->ibqp.pd, lkey, va, len, access,
+			      MBCF_MR_POSTED, NULL);
 }
 
 /*

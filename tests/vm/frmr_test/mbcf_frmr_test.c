@@ -13,7 +13,11 @@
  *     [iova, iova + length) too;
  *   - SEND_WITH_INV: the receive completes with IB_WC_WITH_INVALIDATE and
  *     the key, and the key is refused afterwards;
- *   - map_mr_sg stops at max_num_sg.
+ *   - map_mr_sg stops at max_num_sg;
+ *   - a SEND under the lkey of a REG_MR chained just before it (iSER's
+ *     immediate data) carries the MR's bytes; under the lkey of a
+ *     LOCAL_INV chained before it, it fails with IB_WC_LOC_PROT_ERR and
+ *     sends nothing.
  * Loading succeeds (0) only if every check passed; each check logs a line
  * "mbcf_frmr_test: ok ..." or "mbcf_frmr_test: FAIL ...".  After a refused
  * access both QPs are in error: they are reset and connected again.
@@ -73,6 +77,28 @@ static int t_poll(struct t_ctx *c, struct ib_qp *qp, struct ib_wc *wc)
 		usleep_range(500, 1000);
 	}
 	return -ETIMEDOUT;
+}
+
+/* Poll until @na completions of a and @nb of b have come, each in order. */
+static int t_poll_ab(struct t_ctx *c, struct ib_wc *wa, int na,
+		     struct ib_wc *wb, int nb)
+{
+	int i, ga = 0, gb = 0;
+
+	for (i = 0; (ga < na || gb < nb) && i < 5000; i++) {
+		struct ib_wc w;
+		int n = ib_poll_cq(c->cq, 1, &w);
+
+		if (n < 0)
+			return n;
+		if (!n)
+			usleep_range(500, 1000);
+		else if (w.qp == c->a && ga < na)
+			wa[ga++] = w;
+		else if (w.qp == c->b && gb < nb)
+			wb[gb++] = w;
+	}
+	return ga == na && gb == nb ? 0 : -ETIMEDOUT;
 }
 
 static void t_drain_cq(struct t_ctx *c)
@@ -264,6 +290,71 @@ static void t_fill(struct t_ctx *c, u8 byte)
 		memset(page_address(c->pages[i]), byte, PAGE_SIZE);
 }
 
+/*
+ * b posts @first (REG_MR or LOCAL_INV of the MR's key) chained to a SEND of
+ * 64 bytes at the MR's iova under its lkey; a has a receive into src.
+ * Returns the status of the SEND (-errno if anything did not complete).
+ */
+static int t_chain_send(struct t_ctx *c, struct ib_send_wr *first,
+			struct ib_wc *wfirst, struct ib_wc *wrecv)
+{
+	struct ib_sge rsge = { c->src_dma, 64, c->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 };
+	struct ib_sge ssge = { c->mr->iova, 64, c->mr->lkey };
+	struct ib_send_wr swr = { .opcode = IB_WR_SEND, .sg_list = &ssge,
+				  .num_sge = 1, .send_flags = IB_SEND_SIGNALED };
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *sbad;
+	struct ib_wc wb[2];
+	int err;
+
+	memset(c->src, 0, 64);
+	first->send_flags = IB_SEND_SIGNALED;
+	first->next = &swr;
+	err = ib_post_recv(c->a, &rwr, &rbad);
+	if (!err)
+		err = ib_post_send(c->b, first, &sbad);
+	if (!err)
+		err = t_poll_ab(c, wrecv, wrecv ? 1 : 0, wb, 2);
+	if (err)
+		return err;
+	*wfirst = wb[0];
+	return wb[1].status;
+}
+
+/* Send SGEs under FRWR lkeys are checked when the SEND runs, in order. */
+static void t_send_under_frwr(struct t_ctx *c)
+{
+	struct ib_reg_wr reg = {};
+	struct ib_send_wr inv = { .opcode = IB_WR_LOCAL_INV };
+	struct ib_wc wfirst = {}, wrecv = {};
+	int n, st;
+
+	t_fill(c, 0x77);
+	n = t_map(c, 1, 0, PAGE_SIZE);
+	ib_update_fast_reg_key(c->mr, ib_inc_rkey(c->mr->rkey));
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.mr = c->mr;
+	reg.key = c->mr->rkey;
+	reg.access = IB_ACCESS_LOCAL_WRITE;
+	st = t_chain_send(c, &reg.wr, &wfirst, &wrecv);
+	CHECK(c, n == 1 && st == IB_WC_SUCCESS && wfirst.status == IB_WC_SUCCESS &&
+	      wfirst.opcode == IB_WC_REG_MR && wrecv.status == IB_WC_SUCCESS &&
+	      wrecv.byte_len == 64 && !memchr_inv(c->src, 0x77, 64),
+	      "SEND under the lkey of the REG_MR chained before it carries the MR's bytes (status %d)",
+	      st);
+
+	inv.ex.invalidate_rkey = c->mr->lkey;
+	st = t_chain_send(c, &inv, &wfirst, NULL);
+	CHECK(c, st == IB_WC_LOC_PROT_ERR && wfirst.status == IB_WC_SUCCESS &&
+	      wfirst.opcode == IB_WC_LOCAL_INV,
+	      "SEND under the lkey of the LOCAL_INV chained before it fails LOC_PROT_ERR (status %d)",
+	      st);
+	t_connect(c);
+	CHECK(c, !memchr_inv(c->src, 0, 64),
+	      "the refused SEND delivered nothing");
+}
+
 static void t_run(struct t_ctx *c)
 {
 	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
@@ -348,32 +439,14 @@ static void t_run(struct t_ctx *c)
 		int err;
 
 		const struct ib_send_wr *sbad;
-		bool got_s = false, got_r = false;
-		int i;
 
 		swr.ex.invalidate_rkey = key;
 		swr.send_flags = IB_SEND_SIGNALED;
 		err = ib_post_recv(c->b, &rwr, &rbad);
 		if (!err)
 			err = ib_post_send(c->a, &swr, &sbad);
-		/* both completions, in whatever order they come */
-		for (i = 0; !err && !(got_s && got_r) && i < 5000; i++) {
-			struct ib_wc w;
-
-			if (ib_poll_cq(c->cq, 1, &w) != 1) {
-				usleep_range(500, 1000);
-				continue;
-			}
-			if (w.qp == c->a) {
-				wc = w;
-				got_s = true;
-			} else if (w.qp == c->b) {
-				rwc = w;
-				got_r = true;
-			}
-		}
-		if (!err && !(got_s && got_r))
-			err = -ETIMEDOUT;
+		if (!err)
+			err = t_poll_ab(c, &wc, 1, &rwc, 1);
 		CHECK(c, !err && wc.status == IB_WC_SUCCESS && rwc.status == IB_WC_SUCCESS &&
 		      (rwc.wc_flags & IB_WC_WITH_INVALIDATE) && rwc.ex.invalidate_rkey == key,
 		      "SEND_WITH_INV: receive completes WITH_INVALIDATE of 0x%x (err %d, flags 0x%x, key 0x%x)",
@@ -383,6 +456,8 @@ static void t_run(struct t_ctx *c)
 		      "RDMA WRITE under the remotely invalidated rkey refused (status %d)", st);
 		t_connect(c);
 	}
+
+	t_send_under_frwr(c);
 }
 
 static int __init t_init(void)
