@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # bench/guest-storage.sh: the kernel storage consumers' rows of bench/guest.sh
 # (bench/run.sh --storage-only); sourced by it, which provides emit,
-# kernel_ticks, REPS and $ack.
+# kernel_ticks, REPS and $ack, and MBCF_VM_LIB (beside which storage-lib.sh is).
 #
 # Shape: one device per transport, as in tests/vm/nvmeof.sh and nfsrdma.sh.
 # The kernel initiators and targets create their rdma_cm IDs (and nvme-tcp,
@@ -24,10 +24,12 @@
 # else; a 64 MiB file written (dd bs=1M, conv=fsync) and, after the
 # client's page cache is dropped, read (dd to /dev/null); dd's own rate.
 
+# shellcheck source=../tests/vm/storage-lib.sh
+. "$(dirname "$MBCF_VM_LIB")/storage-lib.sh"
+
 ST_NQN=nqn.2026-12.org.example:mbcf-bench
 ST_HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6d62636f-0000-4000-8000-000000000002
 ST_HOSTID=6d62636f-0000-4000-8000-000000000002
-ST_CFG=/sys/kernel/config/nvmet
 ST_LOG=/var/tmp/bench-storage
 ST_RUNTIME=${BENCH_ST_RUNTIME:-10}	# seconds per measured fio run
 ST_EXPORT=/srv/mbcf-bench
@@ -36,55 +38,26 @@ ST_MIB=${BENCH_ST_MIB:-64}		# NFS file size, MiB
 ST_DEV=
 ST_PIDS=	# rpcbind, rpc.mountd
 
-# nvme_dev: namespace 1 of ST_NQN: with native multipath the subsystem's
-# head (nvme<subsystem>n1), else nvme<controller>n1 (as tests/vm/nvmeof.sh)
-st_nvme_dev() {
-	local d
-	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
-		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$ST_NQN" ] || continue
-		d=${d##*/}
-		d=${d#nvme-subsys}
-		d=/dev/nvme${d#nvme}n1
-		[ -b "$d" ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
-
 st_nvmet_setup() {
-	local m
 	mkdir -p "$ST_LOG"
-	modprobe configfs 2>/dev/null
-	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
-		vm_die "configfs"
-	modprobe brd rd_nr=1 rd_size=65536 max_part=0 || vm_die "modprobe brd"
+	stl_configfs_brd || exit 1
 	# every page allocated: reads of a never-written brd page are a memset
 	dd if=/dev/zero of=/dev/ram0 bs=1M count=64 oflag=direct status=none || vm_die "fill ram0"
-	for m in nvmet nvmet-rdma nvmet-tcp nvme-fabrics nvme-rdma nvme-tcp; do
-		modprobe "$m" || vm_die "modprobe $m"
-	done
-	mkdir "$ST_CFG/subsystems/$ST_NQN" || vm_die "nvmet subsystem"
-	echo 1 >"$ST_CFG/subsystems/$ST_NQN/attr_allow_any_host"
-	mkdir "$ST_CFG/subsystems/$ST_NQN/namespaces/1"
-	echo -n /dev/ram0 >"$ST_CFG/subsystems/$ST_NQN/namespaces/1/device_path"
-	echo 1 >"$ST_CFG/subsystems/$ST_NQN/namespaces/1/enable" || vm_die "namespace enable"
+	stl_modprobe nvmet nvmet-rdma nvmet-tcp nvme-fabrics nvme-rdma nvme-tcp
+	stl_nvmet_subsys "$ST_NQN" /dev/ram0 || exit 1
 }
 
 # st_connect TRTYPE(rdma|tcp): a port of that type on 192.0.2.10:4420, the
 # host connected to it; ST_DEV its block device
 st_connect() {
-	local p=$ST_CFG/ports/1 out
-	mkdir "$p"
-	echo "$1" >"$p/addr_trtype"
-	echo ipv4 >"$p/addr_adrfam"
-	echo "$VM_IP0" >"$p/addr_traddr"
-	echo 4420 >"$p/addr_trsvcid"
-	ln -s "$ST_CFG/subsystems/$ST_NQN" "$p/subsystems/$ST_NQN" || vm_die "nvmet $1 port"
+	local out
+	stl_nvmet_port_add 1 "$1" "$VM_IP0" 4420 "$ST_NQN" || vm_die "nvmet $1 port"
 	out=$(vm_retry 5 1 timeout 120 nvme connect -t "$1" -a "$VM_IP0" -s 4420 -n "$ST_NQN" \
 		--hostnqn="$ST_HOSTNQN" --hostid="$ST_HOSTID" 2>&1) ||
 		{ dmesg | tail -n 20; vm_die "nvme connect -t $1: $out"; }
 	ST_DEV=
 	for _ in $(seq 300); do
-		ST_DEV=$(st_nvme_dev) && break
+		ST_DEV=$(stl_nvme_dev "$ST_NQN") && break
 		sleep 0.2
 	done
 	[ -b "$ST_DEV" ] || vm_die "no block device for $ST_NQN over $1"
@@ -93,9 +66,8 @@ st_connect() {
 
 st_disconnect() {
 	timeout 120 nvme disconnect -n "$ST_NQN" >/dev/null 2>&1 || vm_log "storage: nvme disconnect failed"
-	for _ in $(seq 100); do st_nvme_dev >/dev/null || break; sleep 0.2; done
-	rm -f "$ST_CFG/ports/1/subsystems/$ST_NQN"
-	rmdir "$ST_CFG/ports/1"
+	for _ in $(seq 100); do stl_nvme_dev "$ST_NQN" >/dev/null || break; sleep 0.2; done
+	stl_nvmet_port_del 1 "$ST_NQN"
 }
 
 # st_fio_once RW BS SECONDS: prints "IOPS MiB/s IOS TICKS" (TICKS: the
@@ -177,23 +149,15 @@ st_nvme() { # transport(mbcf|tcp|rxe)
 
 # --- NFS ---------------------------------------------------------------------
 st_nfs_setup() {
-	local m
-	for m in nfsd rpcrdma; do modprobe "$m" || vm_die "modprobe $m"; done
+	stl_modprobe nfsd rpcrdma
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || vm_die "mount nfsd"
 	mkdir -p "$ST_EXPORT" "$ST_MNT"
 	mount -t tmpfs -o size=$((ST_MIB * 2))m,mode=0755 mbcf-bench "$ST_EXPORT" || vm_die "tmpfs"
-	mkdir -p /run/rpcbind
-	rpcbind -f -w &
-	ST_PIDS="$ST_PIDS $!"
-	for _ in $(seq 100); do [ -S /run/rpcbind.sock ] && break; sleep 0.1; done
-	: >/etc/exports
-	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "192.0.2.0/24:$ST_EXPORT" ||
-		vm_die "exportfs"
-	rpc.mountd -F &
-	ST_PIDS="$ST_PIDS $!"
-	# a short NFSv4 grace period (opens wait it out); 8 threads, nfsd's default
-	rpc.nfsd -G 10 -L 10 8 || vm_die "rpc.nfsd"
-	echo "rdma 20049" >/proc/fs/nfsd/portlist || vm_die "rdma listener"
+	stl_rpcbind_start
+	ST_PIDS="$ST_PIDS $STL_RPCBIND_PID"
+	# 8 threads, nfsd's default
+	stl_nfsd_start "192.0.2.0/24:$ST_EXPORT" 8 20049 vm_die
+	ST_PIDS="$ST_PIDS $STL_MOUNTD_PID"
 	vm_wait_listen 20049 && vm_wait_listen tcp:2049 || vm_die "nfsd listeners"
 	head -c $((ST_MIB * 1048576)) /dev/urandom >"$ST_LOG/src"
 }

@@ -1,7 +1,8 @@
 # Sourced by iser.sh and srp.sh: the checks both SCSI-over-RDMA tests make
 # once their initiator is logged in to a LIO target on mbcf0 (a brd ramdisk
 # behind it).  The caller provides: check, failed, logs, DEV (the disk),
-# login and logout (logout returns once the disk is gone), before, pins0.
+# login and logout (logout returns once the disk is gone), before, pins0;
+# it sources storage-lib.sh (stl_fio_verify) first.
 
 # Initiator and target QPs (both made through rdma_cm: "comm [rdma_cm]")
 # live on mbcf0: one RC QP at each end of the one connection; none elsewhere.
@@ -25,20 +26,7 @@ lio_ulp_mrs() {	# ULP (the comm rdma names: ib_iser, ib_srp)
 }
 
 lio_ulp_fio() {	# NAME BS OFFSET SIZE
-	local out rc
-	out=$(timeout 300 fio --name="$1" --filename="$DEV" --direct=1 \
-		--ioengine=libaio --iodepth=16 --rw=randwrite --bs="$2" \
-		--offset="$3" --size="$4" --verify=crc32c --do_verify=1 \
-		--verify_fatal=1 --randrepeat=0 --runtime=120 2>&1)
-	rc=$?
-	printf '%s\n' "$out" >"$logs/fio.$1"
-	if [ "$rc" = 0 ] && printf '%s\n' "$out" | grep -q ' err= 0'; then
-		echo "ok: fio $1: $(printf '%s\n' "$out" | grep -E '^ *(WRITE|READ):' | sed 's/(.*//' | tr -s ' ' | tr '\n' ';')"
-	else
-		echo "FAIL: fio $1 rc=$rc"
-		printf '%s\n' "$out" | tail -n 25 | sed 's/^/  | /'
-		return 1
-	fi
+	stl_fio_verify "$DEV" 300 "$logs/fio.$1" "$@" --runtime=120
 }
 
 ok_or_fail() {	# CONDITION-STATUS OK-TEXT FAIL-TEXT

@@ -26,6 +26,8 @@
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+# shellcheck source=storage-lib.sh
+. "$(dirname "${MBCF_VM_LIB:-$0}")/storage-lib.sh"
 
 vm_require_mbcf
 
@@ -50,29 +52,12 @@ vm_log "mbcf0 resources before: $before; pinned pages: $pins0"
 
 # --- server ------------------------------------------------------------------
 vm_phase "nfs server"
-for m in nfsd rpcrdma; do
-	modprobe "$m" || vm_die "modprobe $m"
-done
+stl_modprobe nfsd rpcrdma
 mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || vm_die "mount nfsd"
 mount -t tmpfs -o size=64m,mode=0755 mbcf-nfs "$EXPORT" || vm_die "tmpfs $EXPORT"
-mkdir -p /run/rpcbind
-rpcbind -f -w &
-rpcbind_pid=$!
-for _ in $(seq 100); do
-	[ -S /run/rpcbind.sock ] && break
-	sleep 0.1
-done
-[ -S /run/rpcbind.sock ] || vm_die "rpcbind did not start"
-: >/etc/exports
-# fsid=0: the export is NFSv4's root (v4 mounts "server:/"); the root it
-# would otherwise build from "/" down cannot be exported (an overlay)
-exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "192.0.2.0/24:$EXPORT" ||
-	vm_die "exportfs"
-rpc.mountd -F &
-mountd_pid=$!
-# A short NFSv4 grace period: opens wait it out after nfsd starts.
-rpc.nfsd -G 10 -L 10 4 || vm_die "rpc.nfsd"
-echo "rdma $PORT" >/proc/fs/nfsd/portlist || vm_die "rdma listener"
+stl_rpcbind_start || vm_die "rpcbind did not start"
+# v4 mounts "server:/": the export is NFSv4's root (fsid=0)
+stl_nfsd_start "192.0.2.0/24:$EXPORT" 4 "$PORT" vm_die
 sed 's/^/  portlist | /' /proc/fs/nfsd/portlist
 check vm_wait_listen "$PORT"
 vm_log "mbcf0 resources with nfsd listening: $(vm_kres mbcf0)"
@@ -113,24 +98,9 @@ diag() {
 	dmesg | tail -n 80 | sed 's/^/  dmesg | /'
 }
 
-# guard SECS CMD...: CMD, given up on after SECS (diagnostics then, and the
-# script ends: a hung NFS call leaves nothing to tear down cleanly).  Polled,
-# not timeout(1): a task stuck uninterruptibly in NFS ignores even SIGKILL.
-guard() {
-	local secs=$1 pid end
-	shift
-	"$@" &
-	pid=$!
-	end=$((SECONDS + secs))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$end" ]; then
-			diag "$*"
-			vm_die "not done after $secs s: $*"
-		fi
-		sleep 0.2
-	done
-	wait "$pid"
-}
+# guard SECS CMD...: CMD, given up on after SECS (diag then, and the script
+# ends: a hung NFS call leaves nothing to tear down cleanly; stl_bounded)
+guard() { stl_bounded "$1" diag "${@:2}"; }
 
 nfs_mount() {	# VERS
 	local opts=proto=rdma,port=$PORT,vers=$1 path=/
@@ -213,12 +183,8 @@ check guard 900 run_version 4.2
 
 # --- teardown --------------------------------------------------------------------
 vm_phase "teardown"
-check assert_cmd rpc.nfsd 0
-check assert_cmd exportfs -ua
-kill "$mountd_pid" "$rpcbind_pid" 2>/dev/null
-wait "$mountd_pid" "$rpcbind_pid" 2>/dev/null
-umount /proc/fs/nfsd
-umount "$EXPORT"
+stl_nfsd_stop "$EXPORT" "$STL_MOUNTD_PID" "$STL_RPCBIND_PID"
+failed=$((failed + $?))
 for m in rpcrdma nfsv4 nfsv3 nfs nfsd; do
 	lsmod | grep -q "^$m " || continue
 	check assert_cmd modprobe -r "$m"

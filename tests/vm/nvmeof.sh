@@ -18,6 +18,8 @@
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+# shellcheck source=storage-lib.sh
+. "$(dirname "${MBCF_VM_LIB:-$0}")/storage-lib.sh"
 
 vm_require_mbcf
 
@@ -28,7 +30,6 @@ check() {
 NQN=nqn.2026-12.org.example:mbcf-nvmeof
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6d62636f-0000-4000-8000-000000000001
 HOSTID=6d62636f-0000-4000-8000-000000000001
-CFG=/sys/kernel/config/nvmet
 logs=/var/tmp/nvmeof
 mkdir -p "$logs"
 
@@ -36,43 +37,14 @@ rdma link delete rxe0 || vm_die "cannot remove rxe0"
 before=$(vm_kres mbcf0)
 vm_log "mbcf0 resources before: $before"
 
-modprobe configfs 2>/dev/null
-mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
-	vm_die "configfs"
-modprobe brd rd_nr=1 rd_size=65536 max_part=0 || vm_die "modprobe brd"
-for m in nvmet nvmet-rdma nvme-fabrics nvme-rdma; do
-	modprobe "$m" || vm_die "modprobe $m"
-done
+stl_configfs_brd || exit 1
+stl_modprobe nvmet nvmet-rdma nvme-fabrics nvme-rdma
 
 # --- target ------------------------------------------------------------------
-mkdir "$CFG/subsystems/$NQN" || vm_die "nvmet subsystem"
-echo 1 >"$CFG/subsystems/$NQN/attr_allow_any_host"
-mkdir "$CFG/subsystems/$NQN/namespaces/1"
-echo -n /dev/ram0 >"$CFG/subsystems/$NQN/namespaces/1/device_path"
-echo 1 >"$CFG/subsystems/$NQN/namespaces/1/enable" || vm_die "namespace enable"
-mkdir "$CFG/ports/1"
-echo rdma >"$CFG/ports/1/addr_trtype"
-echo ipv4 >"$CFG/ports/1/addr_adrfam"
-echo "$VM_IP0" >"$CFG/ports/1/addr_traddr"
-echo 4420 >"$CFG/ports/1/addr_trsvcid"
-ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" || vm_die "nvmet port"
+stl_nvmet_subsys "$NQN" /dev/ram0 || exit 1
+stl_nvmet_port_add 1 rdma "$VM_IP0" 4420 "$NQN" || vm_die "nvmet port"
 
 # --- host --------------------------------------------------------------------
-# nvme_dev: the block device of namespace 1 of NQN: with native multipath
-# (Debian's default) the subsystem's head, nvme<subsystem instance>n1;
-# without, nvme<controller instance>n1
-nvme_dev() {
-	local d
-	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
-		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
-		d=${d##*/}		# nvme-subsysN or nvmeN
-		d=${d#nvme-subsys}
-		d=/dev/nvme${d#nvme}n1
-		[ -b "$d" ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
-
 connect() {
 	local t0=$EPOCHREALTIME out
 	out=$(timeout 120 nvme connect -t rdma -a "$VM_IP0" -s 4420 -n "$NQN" \
@@ -84,7 +56,7 @@ connect() {
 	fi
 	DEV=
 	for _ in $(seq 300); do
-		DEV=$(nvme_dev) && [ -b "$DEV" ] && break
+		DEV=$(stl_nvme_dev "$NQN") && [ -b "$DEV" ] && break
 		sleep 0.2
 	done
 	if ! [ -b "$DEV" ]; then
@@ -94,12 +66,6 @@ connect() {
 		return 1
 	fi
 	vm_log "connected: $DEV in $(vm_elapsed_since "$t0") s"
-}
-
-disconnect() {
-	local out
-	out=$(timeout 120 nvme disconnect -n "$NQN" 2>&1)
-	assert_match 'disconnected 1 controller' "$out" "nvme disconnect"
 }
 
 connect || vm_die "first connect"
@@ -125,20 +91,7 @@ vm_log "nvme MRs on mbcf0: $mrs"
 
 # --- fio with verification -----------------------------------------------------
 run_fio() {	# NAME BS OFFSET SIZE
-	local out rc
-	out=$(timeout 300 fio --name="$1" --filename="$DEV" --direct=1 \
-		--ioengine=libaio --iodepth=16 --rw=randwrite --bs="$2" \
-		--offset="$3" --size="$4" --verify=crc32c --do_verify=1 \
-		--verify_fatal=1 --randrepeat=0 --runtime=120 2>&1)
-	rc=$?
-	printf '%s\n' "$out" >"$logs/fio.$1"
-	if [ "$rc" = 0 ] && printf '%s\n' "$out" | grep -q ' err= 0'; then
-		echo "ok: fio $1: $(printf '%s\n' "$out" | grep -E '^ *(WRITE|READ):' | sed 's/(.*//' | tr -s ' ' | tr '\n' ';')"
-	else
-		echo "FAIL: fio $1 rc=$rc"
-		printf '%s\n' "$out" | tail -n 25 | sed 's/^/  | /'
-		return 1
-	fi
+	stl_fio_verify "$DEV" 300 "$logs/fio.$1" "$@" --runtime=120
 }
 check run_fio rw4k 4k 0 4M
 check run_fio rw128k 128k 8M 8M
@@ -147,8 +100,8 @@ check run_fio rw128k 128k 8M 8M
 dd if=/dev/urandom of="$logs/pattern" bs=1M count=4 status=none
 check assert_cmd dd if="$logs/pattern" of="$DEV" bs=64k seek=512 oflag=direct status=none
 sync
-check disconnect
-for _ in $(seq 50); do nvme_dev >/dev/null || break; sleep 0.2; done
+check stl_nvme_disconnect "$NQN"
+for _ in $(seq 50); do stl_nvme_dev "$NQN" >/dev/null || break; sleep 0.2; done
 check connect
 rm -f "$logs/back"
 check assert_cmd dd if="$DEV" of="$logs/back" bs=64k skip=512 count=64 iflag=direct status=none
@@ -158,14 +111,11 @@ else
 	echo "FAIL: data read back after the reconnect differs"
 	failed=$((failed + 1))
 fi
-check disconnect
+check stl_nvme_disconnect "$NQN"
 
 # --- teardown ----------------------------------------------------------------------
-rm -f "$CFG/ports/1/subsystems/$NQN"
-rmdir "$CFG/ports/1"
-echo 0 >"$CFG/subsystems/$NQN/namespaces/1/enable"
-rmdir "$CFG/subsystems/$NQN/namespaces/1"
-rmdir "$CFG/subsystems/$NQN"
+stl_nvmet_port_del 1 "$NQN"
+stl_nvmet_subsys_del "$NQN"
 for m in nvme-rdma nvme-fabrics nvmet-rdma nvmet; do
 	check assert_cmd modprobe -r "$m"
 done

@@ -25,6 +25,8 @@
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+# shellcheck source=storage-lib.sh
+. "$(dirname "${MBCF_VM_LIB:-$0}")/storage-lib.sh"
 # shellcheck source=lio-ulp.sh
 . "$(dirname "${MBCF_VM_LIB:-$0}")/lio-ulp.sh"
 

@@ -25,6 +25,8 @@
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+# shellcheck source=storage-lib.sh
+. "$(dirname "${MBCF_VM_LIB:-$0}")/storage-lib.sh"
 
 vm_require_mbcf
 
@@ -35,7 +37,6 @@ check() {
 NQN=nqn.2026-12.org.example:mbcf-faults
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6d62636f-0000-4000-8000-000000000002
 HOSTID=6d62636f-0000-4000-8000-000000000002
-CFG=/sys/kernel/config/nvmet
 LOSS_TMO=8	# ctrl_loss_tmo: with RECONNECT_DELAY 1, 8 attempts
 RECONNECT_DELAY=1
 logs=/var/tmp/storage_faults
@@ -47,13 +48,8 @@ pins0=$(vm_pins_held)
 base=$(vm_kres mbcf0)
 vm_log "mbcf0 resources before: $base; pinned pages: $pins0"
 
-modprobe configfs 2>/dev/null
-mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
-	vm_die "configfs"
-modprobe brd rd_nr=1 rd_size=65536 max_part=0 || vm_die "modprobe brd"
-for m in nvmet nvmet-rdma nvme-fabrics nvme-rdma; do
-	modprobe "$m" || vm_die "modprobe $m"
-done
+stl_configfs_brd || exit 1
+stl_modprobe nvmet nvmet-rdma nvme-fabrics nvme-rdma
 
 # --- helpers -------------------------------------------------------------------
 # since MARK: the kernel log after line MARK (vm_dmesg_mark's count)
@@ -68,25 +64,13 @@ diag() {
 	dmesg | tail -n 80 | sed 's/^/  dmesg | /'
 }
 
-# bounded SECS WHAT CMD...: CMD, which must end within SECS; else the
-# diagnostics and the script ends (a task stuck in the kernel ignores even
-# SIGKILL: polled, not timeout(1)).  Returns CMD's status.
+# bounded SECS CMD...: CMD, which must end within SECS, else diag and the
+# end of the script (stl_bounded); its status and time logged.
 bounded() {
-	local secs=$1 what=$2 pid end t0=$EPOCHREALTIME rc
-	shift 2
-	"$@" &
-	pid=$!
-	end=$((SECONDS + secs))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$end" ]; then
-			diag "$what"
-			vm_die "$what: not done after $secs s"
-		fi
-		sleep 0.2
-	done
-	wait "$pid"
+	local t0=$EPOCHREALTIME rc
+	stl_bounded "$1" diag "${@:2}"
 	rc=$?
-	vm_log "$what: status $rc in $(vm_elapsed_since "$t0") s"
+	vm_log "${*:2}: status $rc in $(vm_elapsed_since "$t0") s"
 	return "$rc"
 }
 
@@ -104,26 +88,15 @@ wait_for() {
 	done
 }
 
+# port_add: the target's port, its link tried for 15 s (a device made a
+# moment ago may not have the address's GID yet), its listener up
 port_add() {
-	local i
-	mkdir "$CFG/ports/1" || return 1
-	echo rdma >"$CFG/ports/1/addr_trtype"
-	echo ipv4 >"$CFG/ports/1/addr_adrfam"
-	echo "$VM_IP0" >"$CFG/ports/1/addr_traddr"
-	echo 4420 >"$CFG/ports/1/addr_trsvcid"
-	# the listener binds to the device with the address's GID: a device
-	# made a moment ago may not have it yet
-	for ((i = 0; i < 50; i++)); do
-		ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" 2>/dev/null && break
-		sleep 0.3
-	done
-	[ -L "$CFG/ports/1/subsystems/$NQN" ] || { vm_fail "nvmet port: no listener"; return 1; }
+	stl_nvmet_port_add 1 rdma "$VM_IP0" 4420 "$NQN" 50 ||
+		{ vm_fail "nvmet port: no listener"; return 1; }
 	vm_wait_listen 4420
 }
 
-port_del() {
-	rm -f "$CFG/ports/1/subsystems/$NQN" && rmdir "$CFG/ports/1"
-}
+port_del() { stl_nvmet_port_del 1 "$NQN"; }
 
 # ctrls: the nvme controllers of NQN (nvme0 ...), one a line
 ctrls() {
@@ -135,19 +108,6 @@ ctrls() {
 }
 no_ctrl() { [ -z "$(ctrls)" ]; }
 
-# nvme_dev: the block device of namespace 1 of NQN (nvmeof.sh)
-nvme_dev() {
-	local d
-	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
-		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
-		d=${d##*/}
-		d=${d#nvme-subsys}
-		d=/dev/nvme${d#nvme}n1
-		[ -b "$d" ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
-
 connect() {
 	local out
 	out=$(timeout 120 nvme connect -t rdma -a "$VM_IP0" -s 4420 -n "$NQN" \
@@ -158,7 +118,7 @@ connect() {
 	}
 	DEV=
 	local end=$((SECONDS + 60))
-	until DEV=$(nvme_dev); do
+	until DEV=$(stl_nvme_dev "$NQN"); do
 		[ "$SECONDS" -ge "$end" ] && { vm_fail "no block device for $NQN"; return 1; }
 		sleep 0.2
 	done
@@ -258,11 +218,7 @@ mbcf0_again() {
 }
 
 # --- target --------------------------------------------------------------------
-mkdir "$CFG/subsystems/$NQN" || vm_die "nvmet subsystem"
-echo 1 >"$CFG/subsystems/$NQN/attr_allow_any_host"
-mkdir "$CFG/subsystems/$NQN/namespaces/1"
-echo -n /dev/ram0 >"$CFG/subsystems/$NQN/namespaces/1/device_path"
-echo 1 >"$CFG/subsystems/$NQN/namespaces/1/enable" || vm_die "namespace enable"
+stl_nvmet_subsys "$NQN" /dev/ram0 || exit 1
 port_add || vm_die "nvmet port"
 idle=$(vm_kres mbcf0)
 vm_log "mbcf0 resources with the target listening: $idle"
@@ -301,8 +257,7 @@ case_c() {
 	fi
 	assert_eq "$CTRL" "$(ctrls)" "the same controller after the reconnect" || failed=$((failed + 1))
 	assert_eq "$conn" "$(vm_kres mbcf0)" "mbcf0 resources after the reconnect" || failed=$((failed + 1))
-	out=$(timeout 120 nvme disconnect -n "$NQN" 2>&1)
-	assert_match 'disconnected 1 controller' "$out" "nvme disconnect" || failed=$((failed + 1))
+	stl_nvme_disconnect "$NQN" || failed=$((failed + 1))
 	settled "case c"
 }
 
@@ -340,7 +295,7 @@ removal() {
 	fio_start "remove-$c" --size=32M --time_based --runtime=600 || return 1
 	check fio_running
 	mark=$VM_DMESG_MARK
-	check bounded "$secs" "$what" "$@"
+	check bounded "$secs" "$@"
 	# rmmod is not refused while nvme-rdma and nvmet-rdma use the device
 	[ "$c" = d ] && check assert_eq "" "$(lsmod | grep '^mbcf ')" "mbcf unloaded under fio"
 	check wait_for 60 "mbcf0 gone" eval '! [ -e /sys/class/infiniband/mbcf0 ]'
@@ -379,15 +334,12 @@ if connect; then
 		printf '%s\n' "$FIO_OUT" | tail -n 25 | sed 's/^/  | /'
 		echo "FAIL: fio final: status $FIO_RC"
 	fi
-	out=$(timeout 120 nvme disconnect -n "$NQN" 2>&1)
-	check assert_match 'disconnected 1 controller' "$out" "nvme disconnect"
+	check stl_nvme_disconnect "$NQN"
 else
 	failed=$((failed + 1))
 fi
 check port_del
-echo 0 >"$CFG/subsystems/$NQN/namespaces/1/enable"
-rmdir "$CFG/subsystems/$NQN/namespaces/1"
-rmdir "$CFG/subsystems/$NQN"
+stl_nvmet_subsys_del "$NQN"
 for m in nvme-rdma nvme-fabrics nvmet-rdma nvmet; do
 	check assert_cmd modprobe -r "$m"
 done

@@ -21,6 +21,8 @@
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
+# shellcheck source=storage-lib.sh
+. "$(dirname "${MBCF_VM_LIB:-$0}")/storage-lib.sh"
 
 vm_pair_require
 
@@ -32,7 +34,6 @@ A=$VM_PAIR_IP_A
 NQN=nqn.2026-12.org.example:mbcf-pair
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6d62636f-0000-4000-8000-000000000003
 HOSTID=6d62636f-0000-4000-8000-000000000003
-CFG=/sys/kernel/config/nvmet
 EXPORT=/srv/mbcf-nfs
 MNT=/mnt/mbcf-nfs
 NFSPORT=20049
@@ -48,26 +49,15 @@ txb() { vm_dev_ctr mbcf0 tx_payload_bytes; }
 rxb() { vm_dev_ctr mbcf0 rx_payload_bytes; }
 sum() { sha256sum | cut -d' ' -f1; }
 
-# guard SECS CMD...: CMD within SECS, else the blocked tasks and the end of
-# the script (a task stuck in the kernel ignores SIGKILL: polled)
-guard() {
-	local secs=$1 pid end
-	shift
-	"$@" &
-	pid=$!
-	end=$((SECONDS + secs))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$end" ]; then
-			rdma resource show 2>&1 | sed 's/^/  res | /'
-			echo w >/proc/sysrq-trigger
-			dmesg | tail -n 60 | sed 's/^/  dmesg | /'
-			vm_pair_abort "$* hung"
-			vm_die "not done after $secs s: $*"
-		fi
-		sleep 0.2
-	done
-	wait "$pid"
+# guard SECS CMD...: CMD within SECS, else the blocked tasks, the peer told
+# and the end of the script (stl_bounded)
+guard_diag() {	# CMD
+	rdma resource show 2>&1 | sed 's/^/  res | /'
+	echo w >/proc/sysrq-trigger
+	dmesg | tail -n 60 | sed 's/^/  dmesg | /'
+	vm_pair_abort "$1 hung"
 }
+guard() { stl_bounded "$1" guard_diag "${@:2}"; }
 
 # kernel_qps: the RC QPs of rdma_cm on mbcf0, and on other devices
 kernel_qps() {
@@ -80,21 +70,11 @@ kernel_qps() {
 nvme_target() {	# A
 	local t0 rx0
 	vm_phase "nvme: target"
-	modprobe configfs 2>/dev/null
-	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
-	modprobe brd rd_nr=1 rd_size=65536 max_part=0 || { vm_pair_abort "brd"; return 1; }
+	stl_configfs_brd || { vm_pair_abort "brd"; return 1; }
 	modprobe nvmet-rdma || { vm_pair_abort "nvmet-rdma"; return 1; }
-	mkdir "$CFG/subsystems/$NQN"
-	echo 1 >"$CFG/subsystems/$NQN/attr_allow_any_host"
-	mkdir "$CFG/subsystems/$NQN/namespaces/1"
-	echo -n /dev/ram0 >"$CFG/subsystems/$NQN/namespaces/1/device_path"
-	echo 1 >"$CFG/subsystems/$NQN/namespaces/1/enable"
-	mkdir "$CFG/ports/1"
-	echo rdma >"$CFG/ports/1/addr_trtype"
-	echo ipv4 >"$CFG/ports/1/addr_adrfam"
-	echo "$A" >"$CFG/ports/1/addr_traddr"
-	echo 4420 >"$CFG/ports/1/addr_trsvcid"
-	ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" || { vm_pair_abort "nvmet port"; return 1; }
+	# unchecked: a subsystem that is not there fails the link below
+	stl_nvmet_subsys "$NQN" /dev/ram0
+	stl_nvmet_port_add 1 rdma "$A" 4420 "$NQN" || { vm_pair_abort "nvmet port"; return 1; }
 	check vm_wait_listen 4420
 	rx0=$(rxb)
 	vm_pair_post nvme.ready
@@ -109,24 +89,10 @@ nvme_target() {	# A
 	vm_pair_post nvme.apattern "$(sum <"$work/a-pattern")"
 	vm_pair_wait nvme.done 900 >/dev/null || return 1
 	vm_log "nvme: mbcf0 rx_payload_bytes +$(($(rxb) - rx0)) on the target"
-	rm -f "$CFG/ports/1/subsystems/$NQN"
-	rmdir "$CFG/ports/1"
-	echo 0 >"$CFG/subsystems/$NQN/namespaces/1/enable"
-	rmdir "$CFG/subsystems/$NQN/namespaces/1" "$CFG/subsystems/$NQN"
+	stl_nvmet_port_del 1 "$NQN"
+	stl_nvmet_subsys_del "$NQN"
 	check assert_cmd modprobe -r nvmet-rdma nvmet
 	check assert_cmd modprobe -r brd
-}
-
-nvme_dev() {
-	local d
-	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
-		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
-		d=${d##*/}
-		d=${d#nvme-subsys}
-		d=/dev/nvme${d#nvme}n1
-		[ -b "$d" ] && { echo "$d"; return 0; }
-	done
-	return 1
 }
 
 nvme_connect() {
@@ -134,33 +100,15 @@ nvme_connect() {
 	out=$(timeout 120 nvme connect -t rdma -a "$A" -s 4420 -n "$NQN" \
 		--hostnqn="$HOSTNQN" --hostid="$HOSTID" 2>&1) || { vm_fail "nvme connect: $out"; return 1; }
 	end=$((SECONDS + 60))
-	until DEV=$(nvme_dev); do
+	until DEV=$(stl_nvme_dev "$NQN"); do
 		[ "$SECONDS" -ge "$end" ] && { vm_fail "no block device for $NQN"; return 1; }
 		sleep 0.2
 	done
 	vm_log "nvme: connected to $A: $DEV"
 }
 
-nvme_disconnect() {
-	local out
-	out=$(timeout 120 nvme disconnect -n "$NQN" 2>&1)
-	assert_match 'disconnected 1 controller' "$out" "nvme disconnect"
-}
-
-run_fio() {	# NAME BS OFFSET SIZE
-	local out rc
-	out=$(timeout 600 fio --name="$1" --filename="$DEV" --direct=1 \
-		--ioengine=libaio --iodepth=16 --rw=randwrite --bs="$2" \
-		--offset="$3" --size="$4" --verify=crc32c --do_verify=1 \
-		--verify_fatal=1 --randrepeat=0 2>&1)
-	rc=$?
-	if [ "$rc" = 0 ] && printf '%s\n' "$out" | grep -q ' err= 0'; then
-		echo "ok: fio $1 across the kernels: $(printf '%s\n' "$out" | grep -E '^ *(WRITE|READ):' | sed 's/(.*//' | tr -s ' ' | tr '\n' ';')"
-	else
-		echo "FAIL: fio $1 rc=$rc"
-		printf '%s\n' "$out" | tail -n 25 | sed 's/^/  | /'
-		return 1
-	fi
+run_fio() {	# NAME BS OFFSET SIZE: no runtime cap, no log
+	stl_fio_verify "$DEV" 600 "" "$@"
 }
 
 nvme_host() {	# B
@@ -187,13 +135,13 @@ nvme_host() {	# B
 	vm_pair_post nvme.written
 	got=$(vm_pair_wait nvme.sum 300)
 	check assert_eq "$(sum <"$work/b-pattern")" "$got" "4 MiB written by B, SHA-256 of A's ramdisk"
-	check nvme_disconnect
+	check stl_nvme_disconnect "$NQN"
 	vm_pair_post nvme.disconnected
 	want=$(vm_pair_wait nvme.apattern 300)
 	check nvme_connect
 	got=$(dd if="$DEV" bs=64k skip=640 count=64 iflag=direct status=none | sum)
 	check assert_eq "$want" "$got" "4 MiB written by A into its ramdisk, read by B after a reconnect"
-	check nvme_disconnect
+	check stl_nvme_disconnect "$NQN"
 	# fio moved 4 + 8 MiB each way, the patterns 4 MiB each
 	want=$(((4 + 8 + 4) * 1048576))
 	got=$(($(txb) - tx0))
@@ -215,20 +163,8 @@ nfs_server() {	# A
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 	mkdir -p "$EXPORT"
 	mount -t tmpfs -o size=64m,mode=0755 mbcf-nfs "$EXPORT"
-	mkdir -p /run/rpcbind
-	rpcbind -f -w &
-	rpcbind_pid=$!
-	for _ in $(seq 100); do
-		[ -S /run/rpcbind.sock ] && break
-		sleep 0.1
-	done
-	: >/etc/exports
-	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "198.51.100.0/24:$EXPORT" ||
-		{ vm_pair_abort exportfs; return 1; }
-	rpc.mountd -F &
-	mountd_pid=$!
-	rpc.nfsd -G 10 -L 10 4 || { vm_pair_abort rpc.nfsd; return 1; }
-	echo "rdma $NFSPORT" >/proc/fs/nfsd/portlist || { vm_pair_abort "rdma listener"; return 1; }
+	stl_rpcbind_start
+	stl_nfsd_start "198.51.100.0/24:$EXPORT" 4 "$NFSPORT" vm_pair_abort || return 1
 	check vm_wait_listen "$NFSPORT"
 	for v in 4.2 3; do
 		mkdir -p "$EXPORT/v$v"
@@ -244,12 +180,8 @@ nfs_server() {	# A
 		vm_pair_post "nfs.sums.$v" "$line"
 		vm_pair_wait "nfs.done.$v" 900 >/dev/null || return 1
 	done
-	check assert_cmd rpc.nfsd 0
-	check assert_cmd exportfs -ua
-	kill "$mountd_pid" "$rpcbind_pid" 2>/dev/null
-	wait "$mountd_pid" "$rpcbind_pid" 2>/dev/null
-	umount /proc/fs/nfsd
-	umount "$EXPORT"
+	stl_nfsd_stop "$EXPORT" "$STL_MOUNTD_PID" "$STL_RPCBIND_PID"
+	failed=$((failed + $?))
 	check assert_cmd modprobe -r rpcrdma nfsd
 }
 
