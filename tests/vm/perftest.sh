@@ -215,8 +215,11 @@ lazy_check ib_atomic_lat 8
 # each signaled request (perftest signals one in 100, or one per -t) would
 # stall until the sender's tail probe (198 probes in 20000 1440 B writes,
 # 312 with -t 64).
-# Asserted: at most 5 probes in 5000 either way, and by default at most
-# 150 doorbells (about one per -t window, 5000/64 = 78, with room).
+# Asserted: at most 20 probes in 5000 either way -- a probe is a timer, and
+# a loaded host delays ACKs past it a few times (7 with -t 64 on 6.12 with a
+# compiler beside the guest), while the stall above costs one per signaled
+# request (50 without -t, 78 with -t 64) -- and by default at most 150
+# doorbells (about one per -t window, 5000/64 = 78, with room).
 quiet_check() { # ARGS...
 	local p0 q0 d0 p1 q1 d1 quiet
 	quiet=$(cat /sys/module/mbcf/parameters/quiet_tail)
@@ -227,11 +230,11 @@ quiet_check() { # ARGS...
 	p1=$(dev_ctr mbcf1 tail_probes)
 	q1=$(dev_ctr mbcf1 ack_requests_tx)
 	d1=$(dev_ctr mbcf1 sq_doorbells)
-	if [ $((p1 - p0)) -le 5 ] && { [ "$quiet" = Y ] || [ -n "${VM_EXTRA_KERNEL:-}" ] || [ $((d1 - d0)) -le 150 ]; }; then
+	if [ $((p1 - p0)) -le 20 ] && { [ "$quiet" = Y ] || [ -n "${VM_EXTRA_KERNEL:-}" ] || [ $((d1 - d0)) -le 150 ]; }; then
 		echo "ok: ib_write_bw 1440 B -n 5000 $* (quiet_tail=$quiet): tail_probes +$((p1 - p0)), sq_doorbells +$((d1 - d0)), ack_requests_tx +$((q1 - q0))"
 	else
 		failed=$((failed + 1))
-		echo "FAIL: ib_write_bw 1440 B -n 5000 $* (quiet_tail=$quiet): tail_probes +$((p1 - p0)) (<= 5), sq_doorbells +$((d1 - d0)) (<= 150 unless quiet), ack_requests_tx +$((q1 - q0))"
+		echo "FAIL: ib_write_bw 1440 B -n 5000 $* (quiet_tail=$quiet): tail_probes +$((p1 - p0)) (<= 20), sq_doorbells +$((d1 - d0)) (<= 150 unless quiet), ack_requests_tx +$((q1 - q0))"
 	fi
 }
 echo 1 >/sys/class/net/veth0/queues/rx-0/rps_cpus
