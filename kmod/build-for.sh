@@ -72,3 +72,17 @@ got=$(modinfo -F vermagic "$out/src/mbcf.ko" | cut -d' ' -f1)
 [ "$got" = "$rel" ] || { echo "FAIL: vermagic of mbcf.ko is '$got', not $rel"; exit 1; }
 cp -p "$out/src/mbcf.ko" "$out/mbcf.ko"
 echo "build-for.sh: mbcf.ko for $rel without warnings in $out (probes $((t1 - t0)) s, build $((t2 - t1)) s)"
+
+# The guest test module tests/vm/nvmeof.sh loads (fast registration checks
+# only a kernel consumer can make), for this kernel too: OUT/frmr_test.
+ft=$out/frmr_test
+mkdir -p "$ft"
+cp -p "$src/tests/vm/frmr_test/mbcf_frmr_test.c" "$src/tests/vm/frmr_test/Kbuild" "$ft/"
+status=0
+make -s -C "$kdir" M="$ft" KCFLAGS=-Werror modules >"$ft/build.log" 2>&1 || status=$?
+if [ "$status" != 0 ] || grep -iqE 'warning|error:' "$ft/build.log"; then
+	cat "$ft/build.log"
+	echo "FAIL: mbcf_frmr_test.ko does not build without warnings for $rel"
+	exit 1
+fi
+echo "build-for.sh: mbcf_frmr_test.ko for $rel in $ft"

@@ -123,8 +123,15 @@ done
 # stale keys after LOCAL_INV, re-registration and SEND_WITH_INV, bounds
 # (tests/vm/frmr_test/mbcf_frmr_test.c; it unloads itself when done)
 frmr_checks() {
-	local ko=${MBCF_BUILD:-}/tests/vm/frmr_test/mbcf_frmr_test.ko out mark
-	[ -f "$ko" ] || { echo "FAIL: no $ko"; return 1; }
+	local ko out mark
+	# built for the default kernel, and for each extra one by
+	# kmod/build-for.sh: the one whose vermagic names this kernel
+	for ko in "${MBCF_BUILD:-}"/tests/vm/frmr_test/mbcf_frmr_test.ko \
+		"${MBCF_BUILD:-}"/kmod-*/frmr_test/mbcf_frmr_test.ko ""; do
+		[ -f "$ko" ] && [ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" = "$(uname -r)" ] &&
+			break
+	done
+	[ -n "$ko" ] || { echo "FAIL: no mbcf_frmr_test.ko for $(uname -r) in ${MBCF_BUILD:-}"; return 1; }
 	mark=$(dmesg | wc -l)
 	insmod "$ko" dev=mbcf0 2>/dev/null	# ECANCELED when it is done
 	out=$(dmesg | tail -n +"$((mark + 1))" | grep 'mbcf_frmr_test:')

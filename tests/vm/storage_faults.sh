@@ -236,8 +236,9 @@ case_c() {
 	check fio_running
 	mark=$VM_DMESG_MARK
 	check assert_cmd port_del
+	# "attempt N" (6.1), "attempt N/MAX" (6.12 on)
 	check wait_for 60 "two failed reconnect attempts" \
-		eval 'since $mark | grep -q "$CTRL: Failed reconnect attempt 2\$"'
+		eval 'since $mark | grep -qE "$CTRL: Failed reconnect attempt 2(/[0-9]+)?\$"'
 	check port_add
 	check wait_for 60 "reconnected" eval 'since $mark | grep -q "$CTRL: Successfully reconnected"'
 	out=$(since "$mark" | grep -o "$CTRL: Successfully reconnected ([0-9]* attempts)")

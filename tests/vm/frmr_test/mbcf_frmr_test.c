@@ -460,6 +460,33 @@ static void t_run(struct t_ctx *c)
 	t_send_under_frwr(c);
 }
 
+/*
+ * The device named `dev`, found as ULPs find theirs: a client's add() sees
+ * every registered device (ib_device_get_by_name is not exported to
+ * modules on every kernel).  Registered while the checks run, the client
+ * keeps the device from going away under them.
+ */
+static struct ib_device *t_dev;
+
+static int t_client_add(struct ib_device *dev)
+{
+	if (!strcmp(dev_name(&dev->dev), dev_name_param))
+		t_dev = dev;
+	return 0;
+}
+
+static void t_client_remove(struct ib_device *dev, void *client_data)
+{
+	if (dev == t_dev)
+		t_dev = NULL;
+}
+
+static struct ib_client t_client = {
+	.name = "mbcf_frmr_test",
+	.add = t_client_add,
+	.remove = t_client_remove,
+};
+
 static int __init t_init(void)
 {
 	struct ib_qp_init_attr qa = {};
@@ -469,12 +496,19 @@ static int __init t_init(void)
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
-	c->dev = ib_device_get_by_name(dev_name_param, RDMA_DRIVER_UNKNOWN);
+	err = ib_register_client(&t_client);
+	if (err) {
+		kfree(c);
+		return err;
+	}
+	c->dev = t_dev;
 	if (!c->dev) {
 		pr_err("mbcf_frmr_test: no device %s\n", dev_name_param);
+		ib_unregister_client(&t_client);
 		kfree(c);
 		return -ENODEV;
 	}
+	err = -ENOMEM;
 	for (i = 0; i <= T_PAGES; i++) {
 		c->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
 		if (!c->pages[i])
@@ -552,7 +586,7 @@ out:
 	for (i = 0; i <= T_PAGES; i++)
 		if (c->pages[i])
 			__free_page(c->pages[i]);
-	ib_device_put(c->dev);
+	ib_unregister_client(&t_client);
 	kfree(c);
 	/* the work is done at load: never stay loaded */
 	return err ? err : -ECANCELED;
