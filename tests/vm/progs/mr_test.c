@@ -158,9 +158,19 @@ static void check_refusals(struct ibv_pd *pd)
 		       "remote write without local write");
 	expect_refused(pd, buf, 64, va, IBV_ACCESS_REMOTE_ATOMIC, EINVAL,
 		       "remote atomic without local write");
-	/* Linux 6.1 answers EINVAL (later kernels EOPNOTSUPP). */
-	expect_refused(pd, buf, 64, va, IBV_ACCESS_ON_DEMAND, EINVAL,
-		       "on-demand paging");
+	/* The RDMA core refuses it before mbcf sees it: EINVAL on Linux 6.1,
+	 * EOPNOTSUPP on 6.12 and later. */
+	{
+		struct ibv_mr *odp;
+
+		errno = 0;
+		odp = ibv_reg_mr_iova(pd, buf, 64, va, IBV_ACCESS_ON_DEMAND);
+		CHECK(!odp && (errno == EINVAL || errno == EOPNOTSUPP),
+		      "on-demand paging: got %s (errno %d %s), want EINVAL or EOPNOTSUPP",
+		      odp ? "an MR" : "failure", errno, strerror(errno));
+		if (odp)
+			ibv_dereg_mr(odp);
+	}
 	expect_refused(pd, buf, 64, va + 8, 0, EINVAL,
 		       "iova with another page offset");
 	/* Refused by mbcf. */
