@@ -84,6 +84,34 @@ static int fifo_fill(const struct mbcf_fifo *f, u32 off, u32 qpn,
 	return r;
 }
 
+/*
+ * 16.5: the record at s (after its wrap SKIP, if any) is published; fault:
+ * it was published as a SKIP.  SIGNAL_EMPTY: the consumer stores head,
+ * then (full barrier) reads the word at head; we store the word, then
+ * (full barrier) read head: one of the two sees the other, so a consumer
+ * that found this record missing and went to sleep is woken.  head past
+ * tail + pad: the consumer has already taken it (no event needed); before
+ * tail: it has earlier records to take first, whose own appends woke it.
+ */
+static void fifo_signal(const struct mbcf_fifo *f, const struct fifo_slot *s,
+			bool fault)
+{
+	const struct mbcf_fifo_mem *m = f->mem;
+
+	if (!m->signal)
+		return;
+	if (f->flags & MBCF_FIFO_SIGNAL) {
+		if (!fault)
+			m->signal(f->env);
+	} else if (f->flags & MBCF_FIFO_SIGNAL_EMPTY) {
+		/* a FAULT's SKIP too: the consumer may wait at it, and a
+		 * later record would not find the queue empty */
+		m->mb(f->env);
+		if (m->head(f->env) - s->tail <= s->pad)
+			m->signal(f->env);
+	}
+}
+
 int mbcf_fifo_push(const struct mbcf_fifo *f, u32 qpn,
 		   const struct mbcf_iov *iov, u32 niov)
 {
@@ -117,8 +145,10 @@ int mbcf_fifo_push(const struct mbcf_fifo *f, u32 qpn,
 		/* keep the queue moving: the consumer skips it */
 		f->mem->publish(f->env, off, MBCF_FIFO_READY | MBCF_FIFO_SKIP |
 				(u32)len);
+		fifo_signal(f, &s, true);
 		return MBCF_FIFO_FAULT;
 	}
 	f->mem->publish(f->env, off, MBCF_FIFO_READY | (u32)len);
+	fifo_signal(f, &s, false);
 	return MBCF_FIFO_OK;
 }

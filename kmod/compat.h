@@ -19,6 +19,7 @@
 #define MBCF_KMOD_COMPAT_H
 
 #include <linux/build_bug.h>
+#include <linux/eventfd.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
@@ -88,6 +89,19 @@ static inline void mbcf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t fl
 		return impl(ibcq, attr, udata);				\
 	}
 #endif
+
+/*
+ * eventfd_signal_one_arg (6.8): eventfd_signal(ctx) adds 1; before it,
+ * eventfd_signal(ctx, n).  Any context (softirq included).
+ */
+static inline void mbcf_eventfd_signal(struct eventfd_ctx *ctx)
+{
+#ifdef MBCF_HAVE_EVENTFD_SIGNAL_ONE_ARG
+	eventfd_signal(ctx);
+#else
+	eventfd_signal(ctx, 1);
+#endif
+}
 
 /*
  * hrtimer_setup (6.13; hrtimer_init and storing timer->function directly

@@ -16,7 +16,14 @@
  * it consumed and found `wait` set -- sends GO to each and empties the
  * set.  A QP not remembered (the set full, no memory) resends after its
  * min_rnr_timer: nothing is lost either way, a GO is only sooner.
+ *
+ * The signal (16.5): a FIFO created with MBCF_FIFO_SIGNAL(_EMPTY) holds the
+ * owner's eventfd context, taken at reg in process context and put when
+ * the FIFO is freed (after dereg waited out every push's reference); the
+ * core's mem->signal adds 1 to it from the receive path, after the record
+ * is published.  Local only: nothing on the wire changes.
  */
+#include <linux/eventfd.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
@@ -29,18 +36,27 @@
 
 struct mbcf_kfifo {
 	u32 size;			/* record area, bytes */
-	u32 flags;			/* MBCF_FIFO_FULL_ERROR */
+	u32 flags;			/* MBCF_FIFO_FULL_ERROR, _SIGNAL(_EMPTY) */
 	struct xarray waiters;		/* qpn -> value 0: STOPped for room */
 	atomic_t nwait;			/* entries in waiters */
+	struct eventfd_ctx *ev;		/* the signal's, or NULL */
 };
 
 /* reg_user_mr's FIFO arguments (mr.c parsed them). */
 int mbcf_fifo_check(u64 start, u64 length, int access,
 		    const struct mbcf_reg_mr_cmd *c)
 {
+	u32 sig = c->fifo_flags & (MBCF_FIFO_SIGNAL | MBCF_FIFO_SIGNAL_EMPTY);
+
 	if (!mbcf_fifo_size_ok(c->fifo_size) ||
-	    (c->fifo_flags & ~MBCF_FIFO_FULL_ERROR))
+	    (c->fifo_flags & ~MBCF_FIFO_FLAGS) ||
+	    sig == (MBCF_FIFO_SIGNAL | MBCF_FIFO_SIGNAL_EMPTY))
 		return -EINVAL;
+	/* no signal: the old reserved field, 0 (or -1, "none") */
+	if (!sig && c->fifo_eventfd != 0 && c->fifo_eventfd != -1)
+		return -EINVAL;
+	if (sig && c->fifo_eventfd < 0)
+		return -EBADF;
 	if (length != MBCF_FIFO_CTRL_LEN + (u64)c->fifo_size ||
 	    !IS_ALIGNED(start, 64))
 		return -EINVAL;
@@ -50,12 +66,23 @@ int mbcf_fifo_check(u64 start, u64 length, int access,
 	return 0;
 }
 
+/* In process context (reg_user_mr): the FIFO, or an ERR_PTR (EBADF: the
+ * signal's fd is not open, EINVAL: not an eventfd, ENOMEM). */
 struct mbcf_kfifo *mbcf_fifo_create(const struct mbcf_reg_mr_cmd *c)
 {
 	struct mbcf_kfifo *k = kzalloc(sizeof(*k), MBCF_GFP_OBJ);
 
 	if (!k)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
+	if (c->fifo_flags & (MBCF_FIFO_SIGNAL | MBCF_FIFO_SIGNAL_EMPTY)) {
+		k->ev = eventfd_ctx_fdget(c->fifo_eventfd);
+		if (IS_ERR(k->ev)) {
+			long err = PTR_ERR(k->ev);
+
+			kfree(k);
+			return ERR_PTR(err);
+		}
+	}
 	k->size = c->fifo_size;
 	k->flags = c->fifo_flags;
 	/* pushes insert in softirq, the doorbell erases in process context */
@@ -68,6 +95,8 @@ void mbcf_fifo_free(struct mbcf_kfifo *k)
 {
 	if (!k)
 		return;
+	if (k->ev)
+		eventfd_ctx_put(k->ev);
 	xa_destroy(&k->waiters);
 	kfree(k);
 }
@@ -133,6 +162,21 @@ static void mbcf_fifo_publish(void *env, u32 off, u32 word)
 			     word);
 }
 
+static void mbcf_fifo_mb(void *env)
+{
+	smp_mb();
+}
+
+/* One event: the core calls it only for a FIFO with a signal flag, whose
+ * ev reg set; the push's MR reference keeps it (freed after dereg). */
+static void mbcf_fifo_signal(void *env)
+{
+	struct mbcf_kfifo *k = mbcf_fifo_mr(env)->fifo;
+
+	if (k->ev)
+		mbcf_eventfd_signal(k->ev);
+}
+
 static const struct mbcf_fifo_mem mbcf_fifo_mem = {
 	.head = mbcf_fifo_head,
 	.tail = mbcf_fifo_tail,
@@ -140,6 +184,8 @@ static const struct mbcf_fifo_mem mbcf_fifo_mem = {
 	.set_wait = mbcf_fifo_set_wait,
 	.write = mbcf_fifo_write,
 	.publish = mbcf_fifo_publish,
+	.mb = mbcf_fifo_mb,
+	.signal = mbcf_fifo_signal,
 };
 
 /*

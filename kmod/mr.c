@@ -200,7 +200,7 @@ static int mbcf_mr_udata(struct ib_udata *udata, u64 start, u64 length,
 	err = ib_copy_from_udata(fifo, udata, sizeof(*fifo));
 	if (err)
 		return err;
-	if (fifo->flags != MBCF_MR_FIFO || fifo->reserved)
+	if (fifo->flags != MBCF_MR_FIFO)
 		return -EINVAL;
 	return mbcf_fifo_check(start, length, access, fifo);
 }
@@ -240,8 +240,9 @@ static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
 		goto err_pin;
 	if (fifo.flags) {
 		mr->fifo = mbcf_fifo_create(&fifo);
-		if (!mr->fifo) {
-			err = -ENOMEM;
+		if (IS_ERR(mr->fifo)) {
+			err = PTR_ERR(mr->fifo);
+			mr->fifo = NULL;
 			goto err_pages;
 		}
 	}

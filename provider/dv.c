@@ -4,11 +4,14 @@
  * docs/protocol.md 16.  A FIFO is an MR registered with MBCF_MR_FIFO in
  * its driver data; its doorbell is ibv_advise_mr(PREFETCH_WRITE) on its
  * key; the consumer reads the queue in place, as the layout in
- * include/mbcf/fifo.h says.
+ * include/mbcf/fifo.h says.  A FIFO with a signal (16.5) owns an eventfd
+ * the kernel adds to as peers append; the consumer polls it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "mbcf.h"
 #include <mbcf/fifo.h>
@@ -18,6 +21,10 @@
 
 static_assert(MBCFDV_FIFO_CTRL_LEN == MBCF_FIFO_CTRL_LEN, "control block");
 static_assert(MBCFDV_FIFO_FULL_ERROR == MBCF_FIFO_FULL_ERROR, "flags");
+static_assert(MBCFDV_FIFO_SIGNAL == MBCF_FIFO_SIGNAL, "flags");
+static_assert(MBCFDV_FIFO_SIGNAL_EMPTY == MBCF_FIFO_SIGNAL_EMPTY, "flags");
+
+#define FIFO_SIGNALS	(MBCFDV_FIFO_SIGNAL | MBCFDV_FIFO_SIGNAL_EMPTY)
 
 MBCFDV_API
 struct mbcfdv_fifo *mbcfdv_create_fifo(struct ibv_pd *pd, void *addr,
@@ -31,31 +38,39 @@ struct mbcfdv_fifo *mbcfdv_create_fifo(struct ibv_pd *pd, void *addr,
 	struct mbcfdv_fifo *f;
 	struct verbs_mr *vmr;
 	size_t size = length - MBCF_FIFO_CTRL_LEN;
-	int ret;
+	int ret, efd = -1;
 
 	if (!pd || !addr || length <= MBCF_FIFO_CTRL_LEN ||
 	    size < MBCF_FIFO_SIZE_MIN || size > MBCF_FIFO_SIZE_MAX ||
-	    (size & (size - 1)) ||
-	    ((uintptr_t)addr & 63) || (flags & ~MBCFDV_FIFO_FULL_ERROR)) {
+	    (size & (size - 1)) || ((uintptr_t)addr & 63) ||
+	    (flags & ~(MBCFDV_FIFO_FULL_ERROR | FIFO_SIGNALS)) ||
+	    (flags & FIFO_SIGNALS) == FIFO_SIGNALS) {
 		errno = EINVAL;
 		return NULL;
 	}
 	f = calloc(1, sizeof(*f));
 	vmr = calloc(1, sizeof(*vmr));
-	if (!f || !vmr) {
+	if (flags & FIFO_SIGNALS)
+		efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!f || !vmr || ((flags & FIFO_SIGNALS) && efd < 0)) {
+		ret = f && vmr ? errno : ENOMEM;
 		free(f);
 		free(vmr);
-		errno = ENOMEM;
+		errno = ret;
 		return NULL;
 	}
 	memset(addr, 0, length);	/* the queue starts empty (16.1) */
 	cmd.drv.flags = MBCF_MR_FIFO;
 	cmd.drv.fifo_flags = flags;
 	cmd.drv.fifo_size = (uint32_t)size;
+	/* no signal: 0, what a kernel without the signal takes (reserved) */
+	cmd.drv.fifo_eventfd = efd < 0 ? 0 : efd;
 	ret = ibv_cmd_reg_mr(pd, addr, length, (uintptr_t)addr,
 			     IBV_ACCESS_LOCAL_WRITE, vmr, &cmd.ibv_cmd,
 			     sizeof(cmd), &resp, sizeof(resp));
 	if (ret) {
+		if (efd >= 0)
+			close(efd);
 		free(f);
 		free(vmr);
 		errno = ret;
@@ -66,6 +81,8 @@ struct mbcfdv_fifo *mbcfdv_create_fifo(struct ibv_pd *pd, void *addr,
 	f->size = (uint32_t)size;
 	f->addr = addr;
 	f->pd = pd;
+	f->event_fd = efd;
+	f->flags = flags;
 	return f;
 }
 
@@ -76,6 +93,10 @@ int mbcfdv_destroy_fifo(struct mbcfdv_fifo *f)
 
 	if (ret)
 		return ret;
+	/* after the dereg: the kernel holds its own reference to the
+	 * eventfd until the last push is gone, closing is only ours */
+	if (f->event_fd >= 0)
+		close(f->event_fd);
 	free(verbs_get_mr(f->mr));
 	free(f);
 	return 0;
@@ -153,4 +174,72 @@ int mbcfdv_fifo_pop(struct mbcfdv_fifo *f, void *buf, uint32_t cap,
 		return fifo_consume(f, rec, bytes);
 	}
 	return EAGAIN;
+}
+
+/* ---- the signal (docs/protocol.md 16.5) ---------------------------------- */
+
+MBCFDV_API
+int mbcfdv_fifo_event_fd(struct mbcfdv_fifo *f)
+{
+	if (!f || f->event_fd < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return f->event_fd;
+}
+
+/* Is a record (or a SKIP) whole at the head? */
+static bool fifo_ready(struct mbcfdv_fifo *f)
+{
+	uint32_t off = (uint32_t)f->head & (f->size - 1);
+	uint32_t *w = (uint32_t *)fifo_ctrl(f, MBCF_FIFO_CTRL_LEN + off);
+
+	return __atomic_load_n(w, __ATOMIC_ACQUIRE) & MBCF_FIFO_READY;
+}
+
+MBCFDV_API
+int mbcfdv_fifo_dispatch(struct mbcfdv_fifo *f,
+			 void (*handler)(void *ctx, const void *rec,
+					 uint32_t len, uint32_t qpn),
+			 void *ctx, void *buf, uint32_t cap, unsigned max)
+{
+	unsigned n = 0;
+	int err = 0;
+
+	if (!f || !handler || !max || (!buf && cap))
+		return -EINVAL;
+	if (f->event_fd >= 0) {
+		uint64_t v;
+
+		/* 0 or the count (EAGAIN when it was 0): cleared first, so an
+		 * append from now on makes it readable again */
+		if (read(f->event_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
+	/*
+	 * SIGNAL_EMPTY's consumer half: pop stores head, then a full
+	 * barrier (fifo_consume), before this loop looks at the next word;
+	 * the kernel stores the word, then a full barrier, then looks at
+	 * head.  One sees the other: EAGAIN here means the next append
+	 * signals.
+	 */
+	while (n < max) {
+		uint32_t len = 0, qpn = 0;
+
+		err = mbcfdv_fifo_pop(f, buf, cap, &len, &qpn);
+		if (err)
+			break;
+		handler(ctx, buf, len, qpn);
+		n++;
+	}
+	if (err == EAGAIN)
+		err = 0;
+	/* stopped with records left: readable again, for the next poll */
+	if (f->event_fd >= 0 && n && (err || fifo_ready(f))) {
+		uint64_t one = 1;
+
+		if (write(f->event_fd, &one, sizeof(one)) < 0)
+			return -errno;
+	}
+	return n ? (int)n : -err;
 }

@@ -46,6 +46,13 @@
 
 /* FIFO flags (at creation). */
 #define MBCF_FIFO_FULL_ERROR	0x01	/* no room: NAK, not STOP (16.3) */
+/* The memory-based signal (16.5), at most one of the two: mem->signal for
+ * every record appended, or only for one the consumer may be waiting for
+ * (appended into an empty queue). */
+#define MBCF_FIFO_SIGNAL	0x02
+#define MBCF_FIFO_SIGNAL_EMPTY	0x04
+#define MBCF_FIFO_FLAGS		(MBCF_FIFO_FULL_ERROR | MBCF_FIFO_SIGNAL | \
+				 MBCF_FIFO_SIGNAL_EMPTY)
 
 enum mbcf_fifo_status {
 	MBCF_FIFO_OK = 0,
@@ -74,12 +81,21 @@ struct mbcf_fifo_mem {
 	int (*write)(void *env, u32 off, const u8 *src, u32 len);
 	/* store the 32-bit word at off with release order */
 	void (*publish)(void *env, u32 off, u32 word);
+	/*
+	 * The signal (16.5); used only for a FIFO with MBCF_FIFO_SIGNAL or
+	 * MBCF_FIFO_SIGNAL_EMPTY in its flags (NULL: none is ever sent).
+	 * mb: a full barrier (SIGNAL_EMPTY: between the record's word and
+	 * the look at head after it).  signal: one event to the owner,
+	 * bounded, callable in atomic context.
+	 */
+	void (*mb)(void *env);
+	void (*signal)(void *env);
 };
 
 /* A FIFO as the environment found it by its key, checked at creation. */
 struct mbcf_fifo {
 	u32 size;		/* record area: power of two, SIZE_MIN..MAX */
-	u32 flags;		/* MBCF_FIFO_FULL_ERROR */
+	u32 flags;		/* MBCF_FIFO_FULL_ERROR, _SIGNAL(_EMPTY) */
 	const struct mbcf_fifo_mem *mem;
 	void *env;
 };
@@ -100,7 +116,12 @@ bool mbcf_fifo_size_ok(u32 size);
  * Append one record, its payload in niov pieces (in order), that came
  * through QP qpn: an enum mbcf_fifo_status.  Safe against concurrent calls
  * for the same FIFO from any number of CPUs (docs/protocol.md 16.2); calls
- * f->mem at most MBCF_FIFO_TRIES times around the tail, then writes.
+ * f->mem at most MBCF_FIFO_TRIES times around the tail, then writes,
+ * then signals at most once (16.5): MBCF_FIFO_SIGNAL after a record
+ * published whole (OK); MBCF_FIFO_SIGNAL_EMPTY after a record (OK, or
+ * the SKIP of a FAULT) when head, read after a full barrier, shows the
+ * consumer at it (at most its wrap SKIP before it).  Nothing is signalled
+ * for a push that published nothing (FULL, BUSY, TOO_BIG, BAD_*).
  */
 int mbcf_fifo_push(const struct mbcf_fifo *f, u32 qpn,
 		   const struct mbcf_iov *iov, u32 niov);

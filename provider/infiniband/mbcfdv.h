@@ -11,8 +11,8 @@
  * waits, nothing is lost) until the owner has consumed.
  *
  * The functions live in the provider library libibverbs loads
- * (libmbcf-rdmav<ABI>.so), version MBCF_1.0: link with it, or resolve
- * them there once a device is open (mbcfdv(3)).
+ * (libmbcf-rdmav<ABI>.so), version MBCF_1.0 (the signal's: MBCF_1.1):
+ * link with it, or resolve them there once a device is open (mbcfdv(3)).
  */
 #ifndef MBCFDV_H
 #define MBCFDV_H
@@ -30,6 +30,12 @@ extern "C" {
 /* Flags of mbcfdv_create_fifo: a push that finds no room fails the
  * sender's QP (REMOTE_OP_ERROR) instead of stopping it. */
 #define MBCFDV_FIFO_FULL_ERROR	0x1
+/* The memory-based signal (MBCF_1.1), at most one of the two: the FIFO
+ * gets an eventfd (mbcfdv_fifo_event_fd) the kernel adds 1 to for every
+ * record appended (SIGNAL), or only for a record appended into an empty
+ * queue, one the consumer may be waiting for (SIGNAL_EMPTY). */
+#define MBCFDV_FIFO_SIGNAL	0x2
+#define MBCFDV_FIFO_SIGNAL_EMPTY	0x4
 
 struct mbcfdv_fifo {
 	uint32_t key;		/* what senders push to (mbcfdv_wr_fifo_push) */
@@ -39,6 +45,8 @@ struct mbcfdv_fifo {
 	uint64_t head;
 	struct ibv_mr *mr;
 	struct ibv_pd *pd;
+	int event_fd;		/* the signal's eventfd, or -1 (MBCF_1.1) */
+	uint32_t flags;
 };
 
 /*
@@ -63,6 +71,27 @@ int mbcfdv_fifo_pop(struct mbcfdv_fifo *fifo, void *buf, uint32_t cap,
 		    uint32_t *len, uint32_t *qpn);
 /* Send GO to the QPs stopped on this FIFO (mbcfdv_fifo_pop does it). */
 int mbcfdv_fifo_doorbell(struct mbcfdv_fifo *fifo);
+
+/*
+ * The signal (MBCF_1.1).  The FIFO's eventfd (nonblocking, close-on-exec,
+ * owned by the FIFO: closed by mbcfdv_destroy_fifo) for poll/epoll:
+ * readable when peers appended; -1 with errno EINVAL for a FIFO created
+ * without MBCFDV_FIFO_SIGNAL or MBCFDV_FIFO_SIGNAL_EMPTY.
+ */
+int mbcfdv_fifo_event_fd(struct mbcfdv_fifo *fifo);
+/*
+ * Clear the eventfd's counter, then pop up to max records (max >= 1) into
+ * buf (cap bytes), calling handler(ctx, buf, len, qpn) for each, in
+ * queue order.  Returns the number handled (0: none whole at the head),
+ * or, when none was handled, a negative errno of mbcfdv_fifo_pop (-EMSGSIZE
+ * and the record stays, -EPROTO, ...) or -EINVAL for bad arguments.  When
+ * it stops with records left (max reached, or an error after some), it
+ * makes the eventfd readable again, so the next poll returns at once.
+ */
+int mbcfdv_fifo_dispatch(struct mbcfdv_fifo *fifo,
+			 void (*handler)(void *ctx, const void *rec,
+					 uint32_t len, uint32_t qpn),
+			 void *ctx, void *buf, uint32_t cap, unsigned max);
 
 /*
  * Extended work request (between ibv_wr_start and ibv_wr_complete): one

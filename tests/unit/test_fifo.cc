@@ -2,16 +2,21 @@
 // The memory-based FIFO's placement (core/fifo.c, docs/protocol.md 16.2):
 // records at the tail, a SKIP before the wrap, full, too big, a hostile
 // owner's control block (never a byte outside the record area), a failed
-// copy, lost compare-and-swaps, and senders on several threads at once.
+// copy, lost compare-and-swaps, and senders on several threads at once;
+// the signal (16.5): when mem->signal fires, and that a sleeping consumer
+// of a SIGNAL_EMPTY FIFO is never left asleep with records queued.
 // The FIFO's memory is a buffer between guard bytes; every access the core
 // asks for is checked against the record area.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -31,9 +36,13 @@ struct Mem {
 	std::vector<uint64_t> buf;
 	std::atomic<int> outside{0};	// accesses the core asked for outside the area
 	std::atomic<int> heads{0}, cmpxchgs{0}, waits{0}, writes{0};
+	std::atomic<int> mbs{0}, signals{0};
 	int fail_write = -1;		// this write call (0-based) fails
 	bool scribble = false;		// every compare-and-swap loses
-	std::function<void()> on_cmpxchg, on_write, on_wait;
+	std::function<void()> on_cmpxchg, on_write, on_wait, on_mb, on_signal;
+	std::mutex mu;			// the signal as a counting event (an eventfd)
+	std::condition_variable cv;
+	uint64_t events = 0;
 
 	explicit Mem(uint32_t sz) : size(sz), buf((2 * kGuard + MBCF_FIFO_CTRL_LEN + sz) / 8)
 	{
@@ -141,8 +150,36 @@ void mem_publish(void *env, u32 off, u32 word)
 			 __ATOMIC_RELEASE);
 }
 
+void mem_mb(void *env)
+{
+	Mem *m = M(env);
+
+	m->mbs++;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (m->on_mb) {
+		auto fn = m->on_mb;
+		m->on_mb = nullptr;
+		fn();
+	}
+}
+
+void mem_signal(void *env)
+{
+	Mem *m = M(env);
+
+	m->signals++;
+	if (m->on_signal)
+		m->on_signal();
+	{
+		std::lock_guard<std::mutex> l(m->mu);
+		m->events++;
+	}
+	m->cv.notify_one();
+}
+
 const mbcf_fifo_mem kMem = {
 	mem_head, mem_tail, mem_cmpxchg, mem_set_wait, mem_write, mem_publish,
+	mem_mb, mem_signal,
 };
 
 struct Rec {
@@ -614,6 +651,313 @@ TEST(FifoThreads, EverySenderInOrderExactlyOnce)
 	EXPECT_TRUE(m.guards_intact());
 	printf("sender switches %d, refused %d\n", switches, refused.load());
 	EXPECT_GT(switches, 0);
+}
+
+// ---- the signal (docs/protocol.md 16.5) ------------------------------------
+
+// No signal flag: neither hook is ever called, whatever happens.
+TEST_F(Fifo, NoSignalFlagNoSignal)
+{
+	Rec r;
+
+	ASSERT_EQ(push(40), MBCF_FIFO_OK);
+	ASSERT_TRUE(pop(m, &r));
+	ASSERT_EQ(push(40), MBCF_FIFO_OK);
+	m.fail_write = m.writes.load() + 1;
+	EXPECT_EQ(push(8), MBCF_FIFO_FAULT);
+	EXPECT_EQ(m.signals.load(), 0);
+	EXPECT_EQ(m.mbs.load(), 0);
+}
+
+// SIGNAL: one event per record appended, each after its word is READY
+// (the record whole, its length visible); no barrier asked for.
+TEST_F(Fifo, SignalEveryAppendAfterThePublish)
+{
+	Rec r;
+	uint32_t at = 0;
+
+	f.flags = MBCF_FIFO_SIGNAL;
+	m.on_signal = [&] {
+		EXPECT_EQ(m.word(at), MBCF_FIFO_READY | 20) << "signalled at " << at;
+		at += 32;
+	};
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(push(20, (uint8_t)i), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 5);
+	EXPECT_EQ(at, 160u);
+	ASSERT_TRUE(pop(m, &r));
+	ASSERT_EQ(push(20), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 6);
+	EXPECT_EQ(m.mbs.load(), 0);
+}
+
+// SIGNAL_EMPTY: only the append into an empty queue; once the consumer has
+// taken everything, the next append signals again.
+TEST_F(Fifo, SignalEmptyOnlyIntoAnEmptyQueue)
+{
+	Rec r;
+
+	f.flags = MBCF_FIFO_SIGNAL_EMPTY;
+	m.on_signal = [&] { EXPECT_EQ(m.word((uint32_t)*m.headp() & 255) &
+				      MBCF_FIFO_READY, MBCF_FIFO_READY); };
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(push(20, (uint8_t)i), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 1);
+	EXPECT_EQ(m.mbs.load(), 4);	/* a barrier before each look */
+	ASSERT_TRUE(pop(m, &r));	/* 3 left: not empty */
+	ASSERT_EQ(push(20), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 1);
+	while (pop(m, &r))
+		;
+	ASSERT_EQ(push(20), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 2);
+	ASSERT_EQ(push(20), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 2);
+}
+
+// The wrap: SIGNAL counts the record, never its SKIP; SIGNAL_EMPTY takes a
+// queue whose consumer stands at the SKIP, or has already stepped over it
+// and waits at the record's offset 0, as empty.
+TEST_F(Fifo, SignalAcrossTheWrap)
+{
+	Rec r;
+
+	f.flags = MBCF_FIFO_SIGNAL;
+	set(168, 168);
+	ASSERT_EQ(push(40), MBCF_FIFO_OK);
+	ASSERT_EQ(push(56), MBCF_FIFO_OK);	/* SKIP at 216, record at 0 */
+	EXPECT_EQ(m.word(216), MBCF_FIFO_READY | MBCF_FIFO_SKIP | 32);
+	EXPECT_EQ(m.signals.load(), 2);
+
+	Mem m2(256);
+	mbcf_fifo f2{256, MBCF_FIFO_SIGNAL_EMPTY, &kMem, &m2};
+	auto d = bytes(56, 4);
+	mbcf_iov iov = {d.data(), 56};
+
+	*m2.headp() = *m2.tailp() = 216;	/* empty, the consumer at 216 */
+	ASSERT_EQ(mbcf_fifo_push(&f2, 1, &iov, 1), MBCF_FIFO_OK);
+	EXPECT_EQ(m2.signals.load(), 1);
+	ASSERT_TRUE(pop(m2, &r));
+	EXPECT_EQ(*m2.headp(), 320u);
+	/* again, the consumer steps over the SKIP while the payload is
+	 * copied and waits at offset 0 (head = tail + pad) */
+	*m2.headp() = *m2.tailp() = 216 + 256;
+	m2.on_write = [&] {	/* the SKIP's qpn: not published yet */
+		m2.on_write = [&] {	/* the record's qpn: the SKIP is */
+			EXPECT_FALSE(pop(m2, &r));
+			EXPECT_EQ(*m2.headp(), 512u);
+		};
+	};
+	ASSERT_EQ(mbcf_fifo_push(&f2, 1, &iov, 1), MBCF_FIFO_OK);
+	EXPECT_EQ(m2.signals.load(), 2);
+	ASSERT_TRUE(pop(m2, &r));
+	EXPECT_EQ(r.data, d);
+	/* a record behind an unconsumed one across the wrap: no event */
+	*m2.headp() = *m2.tailp() = 168 + 512;
+	ASSERT_EQ(mbcf_fifo_push(&f2, 1, &iov, 1), MBCF_FIFO_OK);	/* 168..232 */
+	ASSERT_EQ(mbcf_fifo_push(&f2, 1, &iov, 1), MBCF_FIFO_OK);	/* SKIP, 0..64 */
+	EXPECT_EQ(m2.signals.load(), 3);
+	EXPECT_EQ(m2.outside.load(), 0);
+	EXPECT_TRUE(m2.guards_intact());
+}
+
+// The consumer takes the earlier record between our word and our look at
+// head (at the barrier): it may be asleep already, so the record signals.
+// And one the consumer has already taken by then signals nothing.
+TEST_F(Fifo, SignalEmptyConsumerCatchingUpIsWoken)
+{
+	Rec r;
+
+	f.flags = MBCF_FIFO_SIGNAL_EMPTY;
+	ASSERT_EQ(push(20, 1), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 1);
+	m.on_mb = [&] {
+		ASSERT_TRUE(pop(m, &r));	/* the first; ours is READY */
+		EXPECT_EQ(r.data, bytes(20, 1));
+	};
+	ASSERT_EQ(push(20, 2), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 2);
+	m.on_mb = [&] {
+		ASSERT_TRUE(pop(m, &r));
+		EXPECT_EQ(r.data, bytes(20, 2));
+		ASSERT_TRUE(pop(m, &r));	/* ours itself */
+		EXPECT_EQ(r.data, bytes(20, 3));
+	};
+	ASSERT_EQ(push(20, 3), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 2);
+	EXPECT_EQ(*m.headp(), 96u);
+	EXPECT_FALSE(pop(m, &r));
+}
+
+// A push that is STOPped (full, lost races) publishes nothing and signals
+// nothing, in either mode; nor does a malformed one (too big, a malformed
+// control block).
+TEST_F(Fifo, StoppedOrRefusedPushSignalsNothing)
+{
+	for (u32 fl : {MBCF_FIFO_SIGNAL, MBCF_FIFO_SIGNAL_EMPTY}) {
+		Rec r;
+
+		SCOPED_TRACE(fl);
+		*m.headp() = *m.tailp() = 0;
+		m.signals = 0;
+		f.flags = fl;
+		for (int i = 0; i < 4; i++)
+			ASSERT_EQ(push(56), MBCF_FIFO_OK);	/* 4 x 64: full */
+		EXPECT_EQ(m.signals.load(), fl == MBCF_FIFO_SIGNAL ? 4 : 1);
+		EXPECT_EQ(push(8), MBCF_FIFO_FULL);
+		EXPECT_EQ(push(129), MBCF_FIFO_TOO_BIG);
+		EXPECT_EQ(m.signals.load(), fl == MBCF_FIFO_SIGNAL ? 4 : 1);
+		while (pop(m, &r))
+			;
+		*m.waitp() = 0;
+		m.scribble = true;
+		EXPECT_EQ(push(8), MBCF_FIFO_BUSY);
+		m.scribble = false;
+		set(256, 260);	/* odd tail */
+		EXPECT_EQ(push(8), MBCF_FIFO_BAD_CTRL);
+		set(264, 256);	/* head after tail */
+		EXPECT_EQ(push(8), MBCF_FIFO_BAD_CTRL);
+		EXPECT_EQ(m.signals.load(), fl == MBCF_FIFO_SIGNAL ? 4 : 1);
+		EXPECT_EQ(*m.tailp(), 256u);
+		EXPECT_TRUE(m.area_zero());
+	}
+}
+
+// A payload that cannot be written: its SKIP is nothing for the consumer,
+// so SIGNAL sends nothing; SIGNAL_EMPTY signals it if the consumer waits
+// at it (the next record, behind the SKIP, would not find the queue empty).
+TEST_F(Fifo, FailedCopySignals)
+{
+	Rec r;
+
+	f.flags = MBCF_FIFO_SIGNAL;
+	m.fail_write = 1;
+	EXPECT_EQ(push(20, 1), MBCF_FIFO_FAULT);
+	EXPECT_EQ(m.signals.load(), 0);
+	ASSERT_EQ(push(20, 2), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 1);
+	while (pop(m, &r))
+		;
+
+	f.flags = MBCF_FIFO_SIGNAL_EMPTY;
+	m.fail_write = m.writes.load() + 1;
+	EXPECT_EQ(push(20, 3), MBCF_FIFO_FAULT);	/* into the empty queue */
+	EXPECT_EQ(m.signals.load(), 2);
+	ASSERT_EQ(push(20, 4), MBCF_FIFO_OK);	/* behind the SKIP */
+	EXPECT_EQ(m.signals.load(), 2);
+	int skipped = 0;
+	ASSERT_TRUE(pop(m, &r, &skipped));
+	EXPECT_EQ(r.data, bytes(20, 4));
+	EXPECT_EQ(skipped, 1);
+	m.fail_write = m.writes.load() + 3;	/* the second push's payload */
+	ASSERT_EQ(push(20, 5), MBCF_FIFO_OK);	/* into the empty queue */
+	EXPECT_EQ(push(20, 6), MBCF_FIFO_FAULT);	/* behind a record */
+	EXPECT_EQ(m.signals.load(), 3);
+}
+
+// A SIGNAL flag but no hooks (an environment without signals): nothing
+// is called.
+TEST_F(Fifo, SignalWithoutHooks)
+{
+	const mbcf_fifo_mem bare = {
+		mem_head, mem_tail, mem_cmpxchg, mem_set_wait, mem_write,
+		mem_publish, nullptr, nullptr,
+	};
+
+	f.mem = &bare;
+	f.flags = MBCF_FIFO_SIGNAL_EMPTY;
+	ASSERT_EQ(push(20), MBCF_FIFO_OK);
+	f.flags = MBCF_FIFO_SIGNAL;
+	ASSERT_EQ(push(20), MBCF_FIFO_OK);
+	EXPECT_EQ(m.mbs.load(), 0);
+	EXPECT_EQ(m.signals.load(), 0);
+}
+
+// Senders on several threads push into a SIGNAL_EMPTY FIFO; the consumer
+// drains it, then sleeps until the next event (as in poll() on an
+// eventfd).  It is never left asleep with records in the queue: a lost
+// wakeup would show as a timeout with senders done and records unread.
+// Then the same with SIGNAL: exactly one event per record.
+void SleepingConsumer(u32 flags)
+{
+	constexpr int kSenders = 3, kPerSender = 3000;
+	Mem m(512);
+	mbcf_fifo f{512, flags, &kMem, &m};
+	std::atomic<int> sent{0};
+	std::vector<std::thread> th;
+	uint64_t events = 0;
+	int got = 0, sleeps = 0;
+	bool lost = false;
+
+	for (int s = 0; s < kSenders; s++)
+		th.emplace_back([&, s] {
+			for (uint32_t q = 0; q < kPerSender; q++) {
+				std::vector<uint8_t> d = bytes(8 + q % 40, (uint8_t)q);
+				mbcf_iov iov = {d.data(), (u32)d.size()};
+				int st;
+
+				while ((st = mbcf_fifo_push(&f, 100 + s, &iov, 1)) != MBCF_FIFO_OK) {
+					ASSERT_TRUE(st == MBCF_FIFO_FULL || st == MBCF_FIFO_BUSY) << st;
+					std::this_thread::yield();
+				}
+				sent++;
+				if (q % 64 == 0)
+					std::this_thread::sleep_for(std::chrono::microseconds(50));
+			}
+		});
+	Rec r;
+	while (got < kSenders * kPerSender) {
+		while (pop(m, &r))
+			got++;
+		/* the consumer's half of 16.5: head stored, a full barrier,
+		 * then the word at head looked at once more */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (pop(m, &r)) {
+			got++;
+			continue;
+		}
+		if (got == kSenders * kPerSender)
+			break;
+		if (lost) {	/* failed already: drain, so the senders end */
+			std::this_thread::yield();
+			continue;
+		}
+		std::unique_lock<std::mutex> l(m.mu);
+		if (!m.cv.wait_for(l, std::chrono::seconds(3), [&] { return m.events > 0; })) {
+			ADD_FAILURE() << "lost wakeup: " << got << " popped, " << sent.load()
+				      << " sent, tail " << *m.tailp() << " head " << *m.headp();
+			lost = true;
+			continue;
+		}
+		events += m.events;
+		m.events = 0;
+		sleeps++;
+	}
+	for (auto &t : th)
+		t.join();
+	{
+		std::lock_guard<std::mutex> l(m.mu);
+		events += m.events;
+	}
+	EXPECT_EQ(got, kSenders * kPerSender);
+	EXPECT_FALSE(pop(m, &r));
+	EXPECT_EQ(m.outside.load(), 0);
+	if (flags & MBCF_FIFO_SIGNAL)
+		EXPECT_EQ(events, (uint64_t)kSenders * kPerSender);
+	else
+		EXPECT_LE(events, (uint64_t)kSenders * kPerSender);
+	printf("flags %#x: %d records, %llu events, %d sleeps\n", flags, got,
+	       (unsigned long long)events, sleeps);
+}
+
+TEST(FifoThreads, SignalEmptyNeverLeavesTheConsumerAsleep)
+{
+	SleepingConsumer(MBCF_FIFO_SIGNAL_EMPTY);
+}
+
+TEST(FifoThreads, SignalOneEventPerRecord)
+{
+	SleepingConsumer(MBCF_FIFO_SIGNAL);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 # (progs/fifo_test.c, docs/protocol.md 16), as an unprivileged user
 # (nobody): senders on mbcf1 (ns1's veth) push into FIFOs on mbcf0.  Every
 # case must PASS; the owner's device must have sent STOP and GO (the full
-# FIFO of case order) and the NAKs of the hostile cases; afterwards no
+# FIFO of case order) and the NAKs of the hostile cases (the signal's
+# cases send none); afterwards no
 # mbcf object is left, pinned pages are back to the baseline, the kernel
 # log is clean.
 #   tests/vm/run.sh --build BUILD tests/vm/fifo.sh [PROG [CASE...]]
@@ -17,7 +18,7 @@ check() { "$@" || failed=$((failed + 1)); }
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_fifo_test "${1:-}") || exit 1
 shift
-cases=${*:-order badkey rdma reg toobig fullerr scribble destroy}
+cases=${*:-order badkey rdma reg toobig fullerr scribble destroy signal sigempty sigflags}
 pins0=$(vm_pins_held)
 vm_log "pinned pages at start: $pins0"
 stop0=$(vm_dev_ctr mbcf0 stop_tx) go0=$(vm_dev_ctr mbcf0 go_tx)

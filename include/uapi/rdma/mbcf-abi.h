@@ -210,11 +210,19 @@ struct mbcf_create_ah_resp {
  */
 #define MBCF_MR_FIFO		0x1
 
+/*
+ * The signal (docs/protocol.md 16.5): with MBCF_FIFO_SIGNAL or
+ * MBCF_FIFO_SIGNAL_EMPTY (include/mbcf/fifo.h; not both) in fifo_flags,
+ * fifo_eventfd is an eventfd of the caller's the kernel adds 1 to per
+ * event.  Without either it means nothing and must be 0 (what the field,
+ * once `reserved`, always held: an older provider's FIFO has no signal)
+ * or -1.  The layout and size are unchanged.
+ */
 struct mbcf_reg_mr_cmd {
 	__u32 flags;		/* MBCF_MR_FIFO */
-	__u32 fifo_flags;	/* MBCF_FIFO_FULL_ERROR (include/mbcf/fifo.h) */
+	__u32 fifo_flags;	/* MBCF_FIFO_FULL_ERROR, _SIGNAL, _SIGNAL_EMPTY */
 	__u32 fifo_size;	/* bytes of the record area */
-	__u32 reserved;		/* 0 */
+	__s32 fifo_eventfd;	/* with a signal flag: the eventfd; else 0/-1 */
 };
 
 struct mbcf_create_qp_resp {

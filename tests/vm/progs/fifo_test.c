@@ -23,17 +23,33 @@
  *             bytes either side of the region unchanged
  *   destroy   the FIFO destroyed while a peer pushes: the pushes after it
  *             REM_ACCESS_ERR, the rest flushed; destroy returns 0
+ *   signal    MBCFDV_FIFO_SIGNAL: N pushes make the eventfd read N; a
+ *             thread asleep in poll() on it wakes with POLLIN at a push;
+ *             destroy with an unread count closes the eventfd
+ *   sigempty  MBCFDV_FIFO_SIGNAL_EMPTY: k pushes unpopped read 1, pushes
+ *             behind them nothing, into the emptied queue 1 more;
+ *             mbcfdv_fifo_dispatch hands every record over once, in
+ *             order, clears the count, re-arms it when stopped at max
+ *   sigflags  both signal flags, unknown flags: EINVAL; event_fd of a
+ *             FIFO without a signal -1/EINVAL; the kernel's checks of the
+ *             eventfd field (raw REG_MR): EBADF, EINVAL, old layout works
  *
- * The mbcfdv functions are resolved (version MBCF_1.0) in the provider
+ * The mbcfdv functions are resolved (version MBCF_1.0, the signal's
+ * MBCF_1.1) in the provider
  * libibverbs loaded for the device, as a program linked to it would bind.
  *   mbcf_fifo_test [-a SENDER_DEV] [-b OWNER_DEV] [-s SEED] [CASE...]
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +68,10 @@ static struct {
 	int (*pop)(struct mbcfdv_fifo *, void *, uint32_t, uint32_t *, uint32_t *);
 	int (*doorbell)(struct mbcfdv_fifo *);
 	void (*push)(struct ibv_qp_ex *, uint32_t);
+	int (*event_fd)(struct mbcfdv_fifo *);
+	int (*dispatch)(struct mbcfdv_fifo *,
+			void (*)(void *, const void *, uint32_t, uint32_t),
+			void *, void *, uint32_t, unsigned);
 } dv;
 
 /* The provider libibverbs loaded (a device is open): its MBCF_1.0 symbols. */
@@ -77,18 +97,20 @@ static void dv_load(void)
 	h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
 		vp_die("setup: dlopen %s: %s", path, dlerror());
-#define DV(field, name)							\
+#define DV(field, name, ver)						\
 	do {								\
-		*(void **)&dv.field = dlvsym(h, name, "MBCF_1.0");	\
+		*(void **)&dv.field = dlvsym(h, name, ver);		\
 		if (!dv.field)						\
-			vp_die("setup: %s@MBCF_1.0 not in %s", name, path); \
+			vp_die("setup: %s@%s not in %s", name, ver, path); \
 	} while (0)
-	DV(create, "mbcfdv_create_fifo");
-	DV(destroy, "mbcfdv_destroy_fifo");
-	DV(pop, "mbcfdv_fifo_pop");
-	DV(doorbell, "mbcfdv_fifo_doorbell");
-	DV(push, "mbcfdv_wr_fifo_push");
-	printf("mbcfdv: MBCF_1.0 symbols from %s\n", path);
+	DV(create, "mbcfdv_create_fifo", "MBCF_1.0");
+	DV(destroy, "mbcfdv_destroy_fifo", "MBCF_1.0");
+	DV(pop, "mbcfdv_fifo_pop", "MBCF_1.0");
+	DV(doorbell, "mbcfdv_fifo_doorbell", "MBCF_1.0");
+	DV(push, "mbcfdv_wr_fifo_push", "MBCF_1.0");
+	DV(event_fd, "mbcfdv_fifo_event_fd", "MBCF_1.1");
+	DV(dispatch, "mbcfdv_fifo_dispatch", "MBCF_1.1");
+	printf("mbcfdv: MBCF_1.0 and MBCF_1.1 symbols from %s\n", path);
 	free(path);
 }
 
@@ -552,11 +574,16 @@ static void case_reg(void)
 	c.flags = 0x3;
 	REG_EXPECT(EINVAL, "unknown MR flag", m, 128 + 1024, lw, &c, sizeof(c));
 	c = ok;
-	c.fifo_flags = 0x2;
+	c.fifo_flags = 0x8;
 	REG_EXPECT(EINVAL, "unknown FIFO flag", m, 128 + 1024, lw, &c, sizeof(c));
 	c = ok;
-	c.reserved = 1;
-	REG_EXPECT(EINVAL, "reserved nonzero", m, 128 + 1024, lw, &c, sizeof(c));
+	c.fifo_eventfd = 1;
+	REG_EXPECT(EINVAL, "eventfd field 1 without a signal flag", m,
+		   128 + 1024, lw, &c, sizeof(c));
+	c = ok;
+	c.fifo_eventfd = -1;
+	REG_EXPECT(0, "eventfd field -1 without a signal flag", m, 128 + 1024,
+		   lw, &c, sizeof(c));
 	c = ok;
 	c.flags = 0;
 	REG_EXPECT(EINVAL, "driver data without MBCF_MR_FIFO", m, 128 + 1024,
@@ -730,6 +757,350 @@ static void case_destroy(void)
 	vp_gbuf_free(&src);
 }
 
+/* ---- the signal (docs/protocol.md 16.5) ------------------------------------ */
+
+/* The eventfd's count: read once (0 if none: EAGAIN); -1 on another error. */
+static int64_t ev_read(int fd)
+{
+	uint64_t v = 0;
+
+	if (read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		return (int64_t)v;
+	return errno == EAGAIN ? 0 : -1;
+}
+
+static void expect_count(int fd, int64_t want, const char *what)
+{
+	int64_t got = ev_read(fd);
+
+	if (got != want)
+		vc_fail("%s: eventfd read %lld, expected %lld", what,
+			(long long)got, (long long)want);
+	else
+		vc_note("%s: eventfd %lld", what, (long long)got);
+}
+
+/* Record seq of the signal cases: 16 + seq % 50 bytes, the seq first. */
+static uint32_t sig_len(uint32_t seq)
+{
+	return 16 + seq % 50;
+}
+
+static void sig_push(struct pair *p, struct gfifo *q, struct vp_gbuf *src,
+		     uint32_t seq)
+{
+	uint8_t *r = src->p + (seq % 32) * 128;
+
+	vp_fill_pat(r, sig_len(seq), seq * 2654435761u, 0);
+	memcpy(r, &seq, sizeof(seq));
+	if (push(p, q->f->key, src->mr->lkey, r, sig_len(seq), seq))
+		vc_fail("post push %u", seq);
+	else if (wait_wc(p->scq, 20, NULL) != IBV_WC_SUCCESS)
+		vc_fail("push %u did not complete", seq);
+}
+
+/* A record as sig_push made it: 0, or a failure reported. */
+static int sig_check(const void *rec, uint32_t len, uint32_t want_seq)
+{
+	uint8_t tmp[128];
+	uint32_t seq;
+
+	memcpy(&seq, rec, sizeof(seq));
+	if (seq != want_seq || len != sig_len(seq)) {
+		vc_fail("record seq %u len %u, expected seq %u len %u", seq, len,
+			want_seq, sig_len(want_seq));
+		return -1;
+	}
+	vp_fill_pat(tmp, len, seq * 2654435761u, 0);
+	memcpy(tmp, &seq, sizeof(seq));
+	if (memcmp(tmp, rec, len)) {
+		vc_fail("record %u: payload differs", seq);
+		return -1;
+	}
+	return 0;
+}
+
+static void sig_pop(struct gfifo *q, uint32_t seq)
+{
+	uint8_t buf[128];
+	uint32_t len = 0;
+	int err = dv.pop(q->f, buf, sizeof(buf), &len, NULL);
+
+	if (err)
+		vc_fail("pop %u: %s", seq, strerror(err));
+	else
+		sig_check(buf, len, seq);
+}
+
+struct poller {
+	int fd, ret, revents;
+	atomic_int done;
+	double secs;
+};
+
+static void *poller_run(void *arg)
+{
+	struct poller *w = arg;
+	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+
+	w->ret = poll(&pfd, 1, (int)(w->secs * 1000));
+	w->revents = pfd.revents;
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+#define SIG_N	10
+
+static void case_signal(void)
+{
+	struct vp_gbuf src = vp_gbuf_new(A.pd, 32 * 128, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct poller w = { .secs = 20 * vp_time_scale() };
+	struct gfifo q;
+	struct pair p;
+	pthread_t th;
+	uint32_t i, seq = 0;
+	int fd;
+
+	if (gfifo_new(&q, B.pd, 4096, MBCFDV_FIFO_SIGNAL)) {
+		vc_fail("mbcfdv_create_fifo(SIGNAL): %s", strerror(errno));
+		return;
+	}
+	fd = dv.event_fd(q.f);
+	if (fd < 0 || fd != q.f->event_fd) {
+		vc_fail("event_fd %d (field %d): %s", fd, q.f->event_fd,
+			strerror(errno));
+		gfifo_free(&q, "signal");
+		return;
+	}
+	if ((fcntl(fd, F_GETFL) & O_NONBLOCK) == 0 ||
+	    (fcntl(fd, F_GETFD) & FD_CLOEXEC) == 0)
+		vc_fail("eventfd flags %#x fd flags %#x: not NONBLOCK|CLOEXEC",
+			fcntl(fd, F_GETFL), fcntl(fd, F_GETFD));
+	expect_count(fd, 0, "new FIFO");
+	pair_new(&p, B.pd, 32);
+	for (i = 0; i < SIG_N; i++)
+		sig_push(&p, &q, &src, seq++);
+	expect_count(fd, SIG_N, "10 pushes");
+	expect_count(fd, 0, "read again");
+	for (i = 0; i < SIG_N; i++)
+		sig_pop(&q, i);
+
+	/* a thread asleep in poll() wakes at the next push, not before */
+	w.fd = fd;
+	if (pthread_create(&th, NULL, poller_run, &w))
+		vp_die("pthread_create");
+	vp_sleep_us((long)(300000 * vp_time_scale()));
+	if (atomic_load(&w.done))
+		vc_fail("poll returned %d (revents %#x) before any push", w.ret,
+			w.revents);
+	sig_push(&p, &q, &src, seq++);
+	pthread_join(th, NULL);
+	if (w.ret != 1 || w.revents != POLLIN)
+		vc_fail("poll after a push: %d, revents %#x (expected 1, POLLIN)",
+			w.ret, w.revents);
+	else
+		vc_note("poll woke: POLLIN");
+	expect_count(fd, 1, "the push that woke poll");
+	sig_pop(&q, SIG_N);
+
+	/* destroyed with a count nobody read and records nobody popped */
+	sig_push(&p, &q, &src, seq++);
+	sig_push(&p, &q, &src, seq++);
+	pair_free(&p);
+	gfifo_free(&q, "signal");
+	if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+		vc_fail("eventfd %d still open after destroy", fd);
+	vp_gbuf_free(&src);
+}
+
+struct disp {
+	uint32_t next, calls, want_qpn;
+	int bad;
+};
+
+static void disp_handler(void *ctx, const void *rec, uint32_t len, uint32_t qpn)
+{
+	struct disp *d = ctx;
+
+	d->calls++;
+	if (qpn != d->want_qpn) {
+		vc_fail("handler: qpn %u, expected %u", qpn, d->want_qpn);
+		d->bad++;
+	}
+	if (sig_check(rec, len, d->next))
+		d->bad++;
+	d->next++;
+}
+
+static void case_sigempty(void)
+{
+	struct vp_gbuf src = vp_gbuf_new(A.pd, 32 * 128, 0, IBV_ACCESS_LOCAL_WRITE);
+	struct disp d = { 0 };
+	struct pollfd pfd;
+	struct gfifo q;
+	struct pair p;
+	uint8_t buf[128];
+	uint32_t i, seq = 0;
+	int fd, n;
+
+	if (gfifo_new(&q, B.pd, 4096, MBCFDV_FIFO_SIGNAL_EMPTY)) {
+		vc_fail("mbcfdv_create_fifo(SIGNAL_EMPTY): %s", strerror(errno));
+		return;
+	}
+	fd = dv.event_fd(q.f);
+	if (fd < 0) {
+		vc_fail("event_fd: %s", strerror(errno));
+		gfifo_free(&q, "sigempty");
+		return;
+	}
+	pair_new(&p, B.pd, 32);
+	d.want_qpn = p.r.qp->qp_num;
+	for (i = 0; i < 5; i++)
+		sig_push(&p, &q, &src, seq++);
+	expect_count(fd, 1, "5 pushes into an empty FIFO, none popped");
+	sig_push(&p, &q, &src, seq++);
+	expect_count(fd, 0, "a push behind unpopped records");
+	for (i = 0; i < 6; i++)
+		sig_pop(&q, i);
+	sig_push(&p, &q, &src, seq++);
+	expect_count(fd, 1, "a push into the emptied FIFO");
+	sig_push(&p, &q, &src, seq++);
+	sig_push(&p, &q, &src, seq++);
+	expect_count(fd, 0, "2 pushes behind it");
+
+	/* dispatch: every record once, in order; the count cleared */
+	sig_push(&p, &q, &src, seq++);	/* queue not empty: no event */
+	if (eventfd_write(fd, 2))	/* stand in for a pending count */
+		vc_fail("eventfd_write: %s", strerror(errno));
+	d.next = 6;
+	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 64);
+	if (n != 4 || d.calls != 4 || d.next != seq || d.bad)
+		vc_fail("dispatch: %d, %u calls, next %u (expected 4, 4, %u)",
+			n, d.calls, d.next, seq);
+	expect_count(fd, 0, "after dispatch");
+	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 64);
+	if (n != 0 || d.calls != 4)
+		vc_fail("dispatch of an empty FIFO: %d, %u calls", n, d.calls);
+
+	/* stopped at max with records left: readable again */
+	for (i = 0; i < 5; i++)
+		sig_push(&p, &q, &src, seq++);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) != 1 || pfd.revents != POLLIN)
+		vc_fail("5 pushes into the empty FIFO: not readable");
+	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 3);
+	if (n != 3 || d.calls != 7 || d.bad)
+		vc_fail("dispatch max 3: %d, %u calls", n, d.calls);
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 0) != 1 || pfd.revents != POLLIN)
+		vc_fail("dispatch stopped at max: eventfd not readable again");
+	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 3);
+	if (n != 2 || d.calls != 9 || d.next != seq || d.bad)
+		vc_fail("dispatch of the rest: %d, %u calls, next %u/%u", n,
+			d.calls, d.next, seq);
+	expect_count(fd, 0, "all dispatched");
+	/* too small a buffer: the record stays, -EMSGSIZE */
+	sig_push(&p, &q, &src, seq++);
+	n = dv.dispatch(q.f, disp_handler, &d, buf, 8, 4);
+	if (n != -EMSGSIZE || d.calls != 9)
+		vc_fail("dispatch into 8 bytes: %d (expected %d), %u calls", n,
+			-EMSGSIZE, d.calls);
+	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 4);
+	if (n != 1 || d.calls != 10 || d.next != seq || d.bad)
+		vc_fail("dispatch after EMSGSIZE: %d, %u calls", n, d.calls);
+	if (dv.dispatch(q.f, NULL, &d, buf, sizeof(buf), 4) != -EINVAL ||
+	    dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 0) != -EINVAL)
+		vc_fail("dispatch without a handler or with max 0: not -EINVAL");
+	vc_note("dispatch: %u records in order", d.calls);
+	pair_free(&p);
+	gfifo_free(&q, "sigempty");
+	vp_gbuf_free(&src);
+}
+
+static void case_sigflags(void)
+{
+	uint8_t *m = aligned_alloc(4096, 8192);
+	const struct mbcf_reg_mr_cmd ok = { MBCF_MR_FIFO, 0, 1024, 0 };
+	const uint32_t lw = IBV_ACCESS_LOCAL_WRITE;
+	struct mbcf_reg_mr_cmd c;
+	struct mbcfdv_fifo *f;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int e;
+
+	if (efd < 0 || nul < 0)
+		vp_die_errno("eventfd / /dev/null");
+	errno = 0;
+	f = dv.create(B.pd, m, 128 + 1024,
+		      MBCFDV_FIFO_SIGNAL | MBCFDV_FIFO_SIGNAL_EMPTY);
+	if (f || errno != EINVAL)
+		vc_fail("SIGNAL|SIGNAL_EMPTY: %s, expected EINVAL",
+			f ? "created" : strerror(errno));
+	errno = 0;
+	f = dv.create(B.pd, m, 128 + 1024, MBCFDV_FIFO_SIGNAL | 0x8);
+	if (f || errno != EINVAL)
+		vc_fail("unknown flag 0x8: %s, expected EINVAL",
+			f ? "created" : strerror(errno));
+	f = dv.create(B.pd, m, 128 + 1024, 0);
+	if (!f) {
+		vc_fail("FIFO without a signal: %s", strerror(errno));
+	} else {
+		errno = 0;
+		e = dv.event_fd(f);
+		if (e != -1 || errno != EINVAL)
+			vc_fail("event_fd without a signal: %d, %s (expected -1, EINVAL)",
+				e, strerror(errno));
+		if (dv.dispatch(f, disp_handler, NULL, NULL, 0, 4) != 0)
+			vc_fail("dispatch of an empty FIFO without a signal");
+		if (dv.destroy(f))
+			vc_fail("destroy: %s", strerror(errno));
+	}
+	f = dv.create(B.pd, m, 128 + 1024,
+		      MBCFDV_FIFO_FULL_ERROR | MBCFDV_FIFO_SIGNAL_EMPTY);
+	if (!f || dv.event_fd(f) < 0)
+		vc_fail("FULL_ERROR|SIGNAL_EMPTY: %s", strerror(errno));
+	else if (dv.destroy(f))
+		vc_fail("destroy: %s", strerror(errno));
+
+#define REG_EXPECT(want, what, ...)					\
+	do {								\
+		e = raw_reg(__VA_ARGS__);				\
+		if (e != (want))					\
+			vc_fail("%s: %s, expected %s", what, strerror(e),	\
+				strerror(want));			\
+	} while (0)
+	/* the old layout (an older provider): field 0, no flag, no signal */
+	REG_EXPECT(0, "no signal, field 0", m, 128 + 1024, lw, &ok, sizeof(ok));
+	c = ok;
+	c.fifo_flags = MBCFDV_FIFO_SIGNAL;
+	c.fifo_eventfd = efd;
+	REG_EXPECT(0, "SIGNAL with an eventfd", m, 128 + 1024, lw, &c, sizeof(c));
+	c.fifo_flags = MBCFDV_FIFO_SIGNAL_EMPTY;
+	REG_EXPECT(0, "SIGNAL_EMPTY with an eventfd", m, 128 + 1024, lw, &c,
+		   sizeof(c));
+	c.fifo_flags = MBCFDV_FIFO_SIGNAL | MBCFDV_FIFO_SIGNAL_EMPTY;
+	REG_EXPECT(EINVAL, "both signal flags", m, 128 + 1024, lw, &c, sizeof(c));
+	c.fifo_flags = MBCFDV_FIFO_SIGNAL | 0x8;
+	REG_EXPECT(EINVAL, "unknown flag with SIGNAL", m, 128 + 1024, lw, &c,
+		   sizeof(c));
+	c.fifo_flags = MBCFDV_FIFO_SIGNAL;
+	c.fifo_eventfd = -1;
+	REG_EXPECT(EBADF, "SIGNAL, eventfd -1", m, 128 + 1024, lw, &c, sizeof(c));
+	c.fifo_eventfd = 1000;	/* not open */
+	REG_EXPECT(EBADF, "SIGNAL, fd not open", m, 128 + 1024, lw, &c, sizeof(c));
+	c.fifo_eventfd = nul;
+	REG_EXPECT(EINVAL, "SIGNAL, fd not an eventfd", m, 128 + 1024, lw, &c,
+		   sizeof(c));
+	c.fifo_flags = 0;
+	c.fifo_eventfd = efd;
+	REG_EXPECT(EINVAL, "an eventfd without a signal flag", m, 128 + 1024, lw,
+		   &c, sizeof(c));
+#undef REG_EXPECT
+	close(nul);
+	close(efd);
+	free(m);
+}
+
 static const struct {
 	const char *name, *what;
 	void (*fn)(void);
@@ -742,6 +1113,9 @@ static const struct {
 	{ "fullerr", "FULL_ERROR FIFO full: REM_OP_ERR", case_fullerr },
 	{ "scribble", "garbage tail/head: REM_OP_ERR, writes inside the area", case_scribble },
 	{ "destroy", "FIFO destroyed while pushed to", case_destroy },
+	{ "signal", "SIGNAL: N pushes read N from the eventfd, poll() wakes", case_signal },
+	{ "sigempty", "SIGNAL_EMPTY: one event per empty queue; dispatch", case_sigempty },
+	{ "sigflags", "signal flags and eventfd checked (provider, kernel)", case_sigflags },
 };
 
 int main(int argc, char **argv)
