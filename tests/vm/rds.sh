@@ -58,15 +58,20 @@ check assert_cmd modprobe -r rds_rdma rds
 after=$(vm_kres_wait mbcf0 "$before")
 check assert_eq "$before" "$after" "mbcf0 resource summary after rds_rdma is unloaded"
 check assert_eq 0 "$(rdma resource show mr 2>/dev/null | grep -c 'dev mbcf')" "MRs left on mbcf devices"
-# RDS's own leak, not mbcf's (mbcf pins nothing for an FRWR MR): RDS pins
-# an MR's pages with pin_user_pages_fast (net/rds/rdma.c, __rds_rdma_map
-# via rds_pin_pages) and releases them with put_page, not unpin_user_page
-# (net/rds/ib_rdma.c, __rds_ib_teardown_mr; Linux 6.1 to 7.2), so exactly
-# the MR's pages stay counted as pinned (and keep the pin's references).
-# The pages of RDMA operations are unpinned properly (rds_rdma_free_op).
+# mbcf pins nothing for an FRWR MR; RDS pins an MR's pages itself
+# (pin_user_pages_fast, net/rds/rdma.c).  6.1's RDS releases them with
+# put_page, not unpin_user_page (__rds_ib_teardown_mr), so exactly the MR's
+# pages stay counted as pinned -- its leak, not mbcf's.  On 6.12.117 none
+# stay counted (measured; which change did it is not traced).
+# The pages of RDMA operations are unpinned on both (rds_rdma_free_op).
 mrpages=$(printf '%s\n' "$out" | sed -n 's/^rds_test: MR pages \([0-9]*\)$/\1/p')
-check assert_eq "$((pins0 + ${mrpages:-0}))" "$(vm_pins_held)" \
-	"pinned pages after teardown (before + the ${mrpages:-?} pages of RDS's MR, which RDS never unpins)"
+pins=$(vm_pins_held)
+if [ -n "$mrpages" ] && { [ "$pins" = "$pins0" ] || [ "$pins" = "$((pins0 + mrpages))" ]; }; then
+	echo "ok: pinned pages after teardown: $pins (before: $pins0; RDS's MR: ${mrpages} pages)"
+else
+	echo "FAIL: pinned pages after teardown: $pins (want $pins0, or $pins0 + the ${mrpages:-?} pages of RDS's MR on a kernel whose RDS never unpins them)"
+	failed=$((failed + 1))
+fi
 check assert_cmd rdma link delete mbcf0
 check assert_cmd rdma link delete mbcf1
 check assert_cmd rmmod mbcf
