@@ -92,6 +92,12 @@ mount --bind /run/kmods "$kmods" || vm_die "bind mount over $kmods"
 vm_log "modules visible to depmod: $nkept (of $(wc -l <"/lib/modules/$kver/modules.dep"))"
 
 [ "$(status_of mbcf-dkms)$(status_of libmbcf1)" = "" ] || vm_die "mbcf packages already installed"
+# On another stock kernel (VM_EXTRA_KERNEL) the rig's kernel dir brings the
+# build's mbcf.ko in extra/ (tests/vm/kernel-dir.sh), in the overlay: this
+# test starts from a kernel without it.
+if [ -n "${VM_EXTRA_KERNEL:-}" ] && [ -e "/lib/modules/$kver/extra/mbcf.ko" ]; then
+	rm -f "/lib/modules/$kver/extra/mbcf.ko" || vm_die "cannot remove the rig's mbcf.ko"
+fi
 vm_have_mbcf && vm_die "an mbcf module is installed before the packages"
 # A second installed kernel, without headers: the postinst must consider it
 # (every installed kernel, not dkms's default of the running and the newest).
