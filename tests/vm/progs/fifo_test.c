@@ -534,6 +534,15 @@ static int raw_reg(void *addr, uint64_t len, uint32_t access,
 	return 0;
 }
 
+/* Fail the case unless raw_reg(ARGS...) answers @want (0 or an errno). */
+#define REG_EXPECT(want, what, ...)					\
+	do {								\
+		int e_ = raw_reg(__VA_ARGS__);				\
+		if (e_ != (want))					\
+			vc_fail("%s: %s, expected %s", what, strerror(e_),	\
+				strerror(want));			\
+	} while (0)
+
 /* The kernel's checks of a FIFO's registration, without the provider's. */
 static void case_reg(void)
 {
@@ -541,15 +550,7 @@ static void case_reg(void)
 	const struct mbcf_reg_mr_cmd ok = { MBCF_MR_FIFO, 0, 1024, 0 };
 	struct mbcf_reg_mr_cmd c;
 	const uint32_t lw = IBV_ACCESS_LOCAL_WRITE;
-	int e;
 
-#define REG_EXPECT(want, what, ...)					\
-	do {								\
-		e = raw_reg(__VA_ARGS__);				\
-		if (e != (want))					\
-			vc_fail("%s: %s, expected %s", what, strerror(e),	\
-				strerror(want));			\
-	} while (0)
 	REG_EXPECT(0, "valid FIFO", m, 128 + 1024, lw, &ok, sizeof(ok));
 	REG_EXPECT(0, "plain MR (no driver data)", m, 8192, lw, &ok, 0);
 	REG_EXPECT(EINVAL, "FIFO with REMOTE_WRITE", m, 128 + 1024,
@@ -588,7 +589,6 @@ static void case_reg(void)
 	c.flags = 0;
 	REG_EXPECT(EINVAL, "driver data without MBCF_MR_FIFO", m, 128 + 1024,
 		   lw, &c, sizeof(c));
-#undef REG_EXPECT
 	free(m);
 }
 
@@ -1062,13 +1062,6 @@ static void case_sigflags(void)
 	else if (dv.destroy(f))
 		vc_fail("destroy: %s", strerror(errno));
 
-#define REG_EXPECT(want, what, ...)					\
-	do {								\
-		e = raw_reg(__VA_ARGS__);				\
-		if (e != (want))					\
-			vc_fail("%s: %s, expected %s", what, strerror(e),	\
-				strerror(want));			\
-	} while (0)
 	/* the old layout (an older provider): field 0, no flag, no signal */
 	REG_EXPECT(0, "no signal, field 0", m, 128 + 1024, lw, &ok, sizeof(ok));
 	c = ok;
