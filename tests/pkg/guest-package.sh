@@ -129,19 +129,37 @@ check assert_eq "ii" "$(status_of mbcf-dkms)" "mbcf-dkms status"
 check assert_eq "ii" "$(status_of libmbcf1)" "libmbcf1 status"
 check assert_eq "$version $version" \
 	"$(dpkg-query -W -f '${Version} ' mbcf-dkms libmbcf1 | xargs)" "installed versions"
-check assert_eq "mbcf/$version, $kver, $(uname -m): installed" "$(dkms status mbcf)" "dkms status"
+# DKMS builds for every installed kernel with headers (the host's 6.1 and
+# 6.12 both have them), each module compressed as that kernel's own are
+# (6.12: xz), which DKMS reads from its modules.dep.
+with_headers=$(cd /lib/modules && for k in *; do
+	[ -f "$k/build/Makefile" ] && echo "$k"
+done | LC_ALL=C sort)
+ko_ext() { # KVER: the suffix DKMS gives modules built for KVER
+	local d=/lib/modules/$1/modules.dep e=
+	grep -q '\.gz:' "$d" 2>/dev/null && e=.gz
+	grep -q '\.xz:' "$d" 2>/dev/null && e=.xz
+	grep -q '\.zst:' "$d" 2>/dev/null && e=.zst
+	echo "$e"
+}
+check assert_eq "$(for k in $with_headers; do echo "mbcf/$version, $k, $(uname -m): installed"; done)" \
+	"$(dkms status mbcf | LC_ALL=C sort)" "dkms status (every kernel with headers)"
 
-ko=/lib/modules/$kver/updates/dkms/mbcf.ko
+ko=/lib/modules/$kver/updates/dkms/mbcf.ko$(ko_ext "$kver")
 check assert_eq "$ko" "$(modinfo -n mbcf)" "modinfo -n mbcf"
 check assert_eq "$version" "$(modinfo -F version mbcf)" "modinfo -F version mbcf"
 
-# Exactly the module (with its two new directories), the provider, its driver
-# file, and the DKMS source tree as packaged.
+# Exactly the module for each kernel with headers (with its two new
+# directories), the provider, its driver file, the boot unit (mbcf-links),
+# and the DKMS source tree as packaged.
 {
 	cat "$work/before"
-	echo "A /usr/lib/modules/$kver/updates"
-	echo "A /usr/lib/modules/$kver/updates/dkms"
-	echo "A /usr/lib/modules/$kver/updates/dkms/mbcf.ko"
+	for k in $with_headers; do
+		echo "A /usr/lib/modules/$k/updates"
+		echo "A /usr/lib/modules/$k/updates/dkms"
+		echo "A /usr/lib/modules/$k/updates/dkms/mbcf.ko$(ko_ext "$k")"
+	done
+	echo "A /usr/lib/systemd/system/mbcf-links.service"
 	echo "A /usr/lib/$multiarch/libibverbs/libmbcf-rdmav34.so"
 	echo "A /etc/libibverbs.d/mbcf.driver"
 	dpkg -L mbcf-dkms | grep "^/usr/src/mbcf-$version" | sed 's/^/A /'
@@ -207,7 +225,7 @@ vm_phase "rdma link delete, modprobe -r mbcf, dpkg -r mbcf-dkms"
 rdma link delete mbcf0 && in_ns1 rdma link delete mbcf1 && modprobe -r mbcf
 check assert_eq "0 " "$? $(cat /sys/module/mbcf/version 2>/dev/null)" "mbcf unloaded"
 dpkg -r mbcf-dkms >>"$work/dpkg-r.log" 2>&1
-check assert_eq "0 un" "$? $(status_of mbcf-dkms)" "dpkg -r mbcf-dkms (status, package state: no conffiles)"
+check assert_eq "0 rc" "$? $(status_of mbcf-dkms)" "dpkg -r mbcf-dkms (status, package state: /etc/mbcf/links.conf is a conffile, kept until purge)"
 sed 's/^/  dpkg| /' "$work/dpkg-r.log" | grep -v 'Reading database'
 check assert_eq "" "$(dkms status mbcf)" "dkms status after removal"
 modprobe mbcf 2>/dev/null
