@@ -18,7 +18,7 @@ check() { "$@" || failed=$((failed + 1)); }
 vm_require_mbcf
 prog=$(vm_test_prog mbcf_fifo_test "${1:-}") || exit 1
 shift
-cases=${*:-order badkey rdma reg toobig fullerr scribble destroy signal sigempty sigflags}
+cases=${*:-order badkey rdma reg toobig fullerr scribble destroy midpush signal sigempty sigflags}
 pins0=$(vm_pins_held)
 vm_log "pinned pages at start: $pins0"
 stop0=$(vm_dev_ctr mbcf0 stop_tx) go0=$(vm_dev_ctr mbcf0 go_tx)
@@ -44,8 +44,9 @@ case " $cases " in
 	check assert_cmd test "$go" -gt 0 ;;
 esac
 # one NAK per refused push of the default cases: badkey 3, rdma 2 (the
-# lkey case fails at the sender), toobig 1, fullerr 1, scribble 3, destroy 1
-[ -z "${*:-}" ] && check assert_eq 11 "$nak" "NAKs sent by mbcf0"
+# lkey case fails at the sender), toobig 1, fullerr 1, scribble 3, destroy 1,
+# midpush 4 (one per sender)
+[ -z "${*:-}" ] && check assert_eq 15 "$nak" "NAKs sent by mbcf0"
 
 check vm_assert_clean fifo_test "$pins0" 30
 check vm_dmesg_check

@@ -23,6 +23,10 @@
  *             bytes either side of the region unchanged
  *   destroy   the FIFO destroyed while a peer pushes: the pushes after it
  *             REM_ACCESS_ERR, the rest flushed; destroy returns 0
+ *   midpush   destroy while 4 senders (2 on each device) push in a loop:
+ *             destroy 0; each sender SUCCESS for exactly its records in
+ *             memory, then one REM_ACCESS_ERR, then flushes; every record
+ *             whole; nothing written after destroy returned
  *   signal    MBCFDV_FIFO_SIGNAL: N pushes make the eventfd read N; a
  *             thread asleep in poll() on it wakes with POLLIN at a push;
  *             destroy with an unread count closes the eventfd
@@ -45,6 +49,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +129,9 @@ struct pair {
 	struct ibv_cq *scq, *rcq;
 };
 
-static void pair_new(struct pair *p, struct ibv_pd *rpd, uint32_t depth)
+/* A pair whose sender is on sd (A, or B itself: loopback). */
+static void pair_new_on(struct pair *p, struct vp_dev *sd, struct ibv_pd *rpd,
+			uint32_t depth)
 {
 	struct ibv_qp_init_attr_ex ia = {
 		.qp_type = IBV_QPT_RC,
@@ -132,7 +139,7 @@ static void pair_new(struct pair *p, struct ibv_pd *rpd, uint32_t depth)
 			 .max_send_sge = 2, .max_recv_sge = 1,
 			 .max_inline_data = 64 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.pd = A.pd,
+		.pd = sd->pd,
 		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
 				  IBV_QP_EX_WITH_RDMA_READ,
 	};
@@ -144,14 +151,14 @@ static void pair_new(struct pair *p, struct ibv_pd *rpd, uint32_t depth)
 	struct vp_conn_opts o = vp_scaled_opts(&vp_default_opts);
 
 	memset(p, 0, sizeof(*p));
-	p->scq = ibv_create_cq(A.ctx, 2 * depth + 8, NULL, NULL, 0);
+	p->scq = ibv_create_cq(sd->ctx, 2 * depth + 8, NULL, NULL, 0);
 	p->rcq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
 	if (!p->scq || !p->rcq)
 		vp_die_errno("ibv_create_cq");
 	ia.send_cq = ia.recv_cq = p->scq;
-	p->s.dev = &A;
+	p->s.dev = sd;
 	p->s.cq = p->scq;
-	p->s.qp = ibv_create_qp_ex(A.ctx, &ia);
+	p->s.qp = ibv_create_qp_ex(sd->ctx, &ia);
 	if (!p->s.qp)
 		vp_die_errno("ibv_create_qp_ex");
 	p->qx = ibv_qp_to_qp_ex(p->s.qp);
@@ -166,6 +173,11 @@ static void pair_new(struct pair *p, struct ibv_pd *rpd, uint32_t depth)
 	/* a stopped sender waits as long as it takes (rnr_retry 7) */
 	if (vp_ep_connect(&p->s, &p->r, &o) || vp_ep_connect(&p->r, &p->s, &o))
 		vp_die("setup: connect: %s", strerror(errno));
+}
+
+static void pair_new(struct pair *p, struct ibv_pd *rpd, uint32_t depth)
+{
+	pair_new_on(p, &A, rpd, depth);
 }
 
 static void pair_free(struct pair *p)
@@ -757,6 +769,209 @@ static void case_destroy(void)
 	vp_gbuf_free(&src);
 }
 
+/* ---- midpush: destroy with pushes really in flight --------------------------- */
+
+#define MP_SEND		4	/* senders: 2 on A, 2 on B (loopback) */
+#define MP_LEN		56	/* payload: a record of 64 bytes */
+#define MP_DEPTH	16	/* pushes outstanding per sender */
+#define MP_SIZE		(1u << 20)	/* 16384 records: never full here */
+
+struct mp_sender {
+	struct pair p;
+	struct vp_buf buf;		/* MP_DEPTH payload slots */
+	uint32_t key, idx;
+	pthread_t th;
+	/* results, read by the owner after the join */
+	uint32_t posted, done, ok, acc, flush, other, ok_after, bad_order;
+	atomic_int finished;
+};
+
+static _Atomic double mp_t_destroy;	/* 0 until the owner calls destroy */
+static atomic_int mp_quit;
+
+static uint32_t mp_tag(uint32_t s, uint32_t seq)
+{
+	return 0x9e3779b9u * (s + 1) ^ seq * 2654435761u;
+}
+
+/* Payload of push seq: sender, seq, then the pattern of (sender, seq). */
+static void mp_fill(uint8_t *p, uint32_t s, uint32_t seq)
+{
+	memcpy(p, &s, 4);
+	memcpy(p + 4, &seq, 4);
+	vp_fill_pat(p + 8, MP_LEN - 8, mp_tag(s, seq), 0);
+}
+
+/*
+ * Push continuously until the first error; completions are in order
+ * (RC): SUCCESS*, then exactly one REM_ACCESS_ERR, then WR_FLUSH_ERR.
+ */
+static void *mp_run(void *arg)
+{
+	struct mp_sender *m = arg;
+	struct ibv_wc wc;
+	bool err = false;
+
+	while (!atomic_load(&mp_quit) && !(err && m->done == m->posted)) {
+		while (ibv_poll_cq(m->p.scq, 1, &wc) == 1) {
+			double t = vp_now(), td = atomic_load(&mp_t_destroy);
+
+			if (wc.wr_id != m->done)
+				m->bad_order++;
+			m->done++;
+			if (wc.status == IBV_WC_SUCCESS) {
+				m->bad_order += err;
+				m->ok++;
+				m->ok_after += td != 0 && t >= td;
+			} else if (wc.status == IBV_WC_REM_ACCESS_ERR) {
+				m->bad_order += err;
+				err = true;
+				m->acc++;
+			} else if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+				m->bad_order += !err;
+				m->flush++;
+			} else {
+				m->other++;
+			}
+		}
+		while (!err && m->posted - m->done < MP_DEPTH) {
+			uint8_t *slot = m->buf.p + (m->posted % MP_DEPTH) * 64;
+
+			/* the slot's previous push completed (in order) */
+			mp_fill(slot, m->idx, m->posted);
+			if (push(&m->p, m->key, m->buf.mr->lkey, slot, MP_LEN, m->posted))
+				break;
+			m->posted++;
+		}
+		sched_yield();
+	}
+	atomic_store(&m->finished, 1);
+	return NULL;
+}
+
+/*
+ * Check the owner's memory after destroy: head 0 and wait 0, records
+ * from 0 to tail each whole (READY, length, the receiving QP of its
+ * sender, payload in sender order), zero after the tail.  Returns the
+ * records found per sender in got[].
+ */
+static void mp_check_mem(const uint8_t *r, struct mp_sender *ms, uint32_t *got)
+{
+	uint64_t tail, head;
+	uint32_t off, word, qpn, s, seq;
+
+	memcpy(&tail, r, 8);
+	memcpy(&head, r + 64, 8);
+	if (head || *(const uint32_t *)(r + 8) || tail % 64 || tail > MP_SIZE) {
+		vc_fail("control block: tail %llu head %llu wait %u",
+			(unsigned long long)tail, (unsigned long long)head,
+			*(const uint32_t *)(r + 8));
+		return;
+	}
+	for (off = 0; off < tail; off += 64) {
+		const uint8_t *rec = r + 128 + off;
+
+		memcpy(&word, rec, 4);
+		memcpy(&qpn, rec + 4, 4);
+		memcpy(&s, rec + 8, 4);
+		memcpy(&seq, rec + 12, 4);
+		if (word != (0x80000000u | MP_LEN) || s >= MP_SEND ||
+		    qpn != ms[s].p.r.qp->qp_num || seq != got[s] ||
+		    vp_diff_pat(rec + 16, MP_LEN - 8, mp_tag(s, seq), 0) >= 0 ||
+		    vp_diff_byte(rec + 8 + MP_LEN, 64 - 8 - MP_LEN, 0) >= 0) {
+			vc_fail("record at %u: word %#x qpn %u sender %u seq %u (expected %u)",
+				off, word, qpn, s, seq, s < MP_SEND ? got[s] : 0);
+			return;
+		}
+		got[s]++;
+	}
+	if (vp_diff_byte(r + 128 + tail, MP_SIZE - tail, 0) >= 0)
+		vc_fail("bytes after the tail %llu written", (unsigned long long)tail);
+}
+
+static void case_midpush(void)
+{
+	struct mp_sender ms[MP_SEND];
+	uint32_t got[MP_SEND] = { 0 }, s, ok = 0, ok_after = 0, acc = 0;
+	uint64_t tail0, tail1;
+	struct gfifo q;
+	uint8_t *snap;
+	double t_end, t_dest;
+	int rc;
+
+	if (gfifo_new(&q, B.pd, MP_SIZE, 0) || !(snap = malloc(128 + MP_SIZE))) {
+		vc_fail("setup: %s", strerror(errno));
+		return;
+	}
+	atomic_store(&mp_t_destroy, 0);
+	atomic_store(&mp_quit, 0);
+	for (s = 0; s < MP_SEND; s++) {
+		memset(&ms[s], 0, sizeof(ms[s]));
+		ms[s].idx = s;
+		ms[s].key = q.f->key;
+		pair_new_on(&ms[s].p, s < MP_SEND / 2 ? &A : &B, B.pd, MP_DEPTH);
+		vp_buf_alloc(&ms[s].buf, MP_DEPTH * 64);
+		if (vp_buf_reg(&ms[s].buf, ms[s].p.s.dev, IBV_ACCESS_LOCAL_WRITE))
+			vp_die_errno("reg");
+	}
+	for (s = 0; s < MP_SEND; s++)
+		if (pthread_create(&ms[s].th, NULL, mp_run, &ms[s]))
+			vp_die("setup: pthread_create");
+	/* destroy once the pushes stream: 400 records in */
+	t_end = vp_now() + 60 * vp_time_scale();
+	while (*(volatile uint64_t *)ctl64(&q, 0) < 400 * 64 && vp_now() < t_end)
+		vp_sleep_us(1000);
+	tail0 = __atomic_load_n(ctl64(&q, 0), __ATOMIC_ACQUIRE);
+	t_dest = vp_now();
+	atomic_store(&mp_t_destroy, t_dest);
+	rc = dv.destroy(q.f);
+	tail1 = __atomic_load_n(ctl64(&q, 0), __ATOMIC_ACQUIRE);
+	if (rc)
+		vc_fail("destroy while pushed to: %d (%s)", rc, strerror(errno));
+	q.f = NULL;
+	/* nothing may land after destroy returned: the senders go on */
+	memcpy(snap, q.g.p, 128 + MP_SIZE);
+	vp_sleep_us((long)(1000000 * vp_time_scale()));
+	if (memcmp(snap, q.g.p, 128 + MP_SIZE))
+		vc_fail("FIFO memory changed after destroy returned");
+	t_end = vp_now() + 60 * vp_time_scale();
+	for (s = 0; s < MP_SEND; s++)
+		while (vp_now() < t_end && !atomic_load(&ms[s].finished))
+			vp_sleep_us(10000);
+	atomic_store(&mp_quit, 1);
+	for (s = 0; s < MP_SEND; s++)
+		pthread_join(ms[s].th, NULL);
+	mp_check_mem(snap, ms, got);
+	for (s = 0; s < MP_SEND; s++) {
+		struct mp_sender *m = &ms[s];
+
+		/* each sender: SUCCESS exactly for its records in memory,
+		 * one REM_ACCESS_ERR, the rest flushed, nothing else */
+		if (m->acc != 1 || m->other || m->bad_order || m->done != m->posted ||
+		    m->ok + m->acc + m->flush != m->posted || m->ok != got[s])
+			vc_fail("sender %u (%s): %u posted, %u done: %u SUCCESS (%u records), %u REM_ACCESS_ERR, %u FLUSH, %u other, %u out of order",
+				s, m->p.s.dev->name, m->posted, m->done, m->ok, got[s],
+				m->acc, m->flush, m->other, m->bad_order);
+		ok += m->ok;
+		ok_after += m->ok_after;
+		acc += m->acc;
+	}
+	/* the overlap is real: successes polled after destroy was called
+	 * and refusals in the same run */
+	if (!ok_after || acc != MP_SEND)
+		vc_fail("no overlap: %u SUCCESS after destroy called, %u REM_ACCESS_ERR",
+			ok_after, acc);
+	vc_note("%u records, %u SUCCESS (%u polled after destroy called), %llu appended while destroy ran, %u REM_ACCESS_ERR",
+		(unsigned)(tail1 / 64), ok, ok_after,
+		(unsigned long long)((tail1 - tail0) / 64), acc);
+	for (s = 0; s < MP_SEND; s++) {
+		pair_free(&ms[s].p);
+		vp_buf_free(&ms[s].buf);
+	}
+	free(snap);
+	gfifo_free(&q, "midpush");
+}
+
 /* ---- the signal (docs/protocol.md 16.5) ------------------------------------ */
 
 /* The eventfd's count: read once (0 if none: EAGAIN); -1 on another error. */
@@ -1106,6 +1321,7 @@ static const struct {
 	{ "fullerr", "FULL_ERROR FIFO full: REM_OP_ERR", case_fullerr },
 	{ "scribble", "garbage tail/head: REM_OP_ERR, writes inside the area", case_scribble },
 	{ "destroy", "FIFO destroyed while pushed to", case_destroy },
+	{ "midpush", "destroy with 4 senders (both devices) pushing: whole records, nothing after", case_midpush },
 	{ "signal", "SIGNAL: N pushes read N from the eventfd, poll() wakes", case_signal },
 	{ "sigempty", "SIGNAL_EMPTY: one event per empty queue; dispatch", case_sigempty },
 	{ "sigflags", "signal flags and eventfd checked (provider, kernel)", case_sigflags },
