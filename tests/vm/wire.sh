@@ -15,6 +15,8 @@
 #     rx_frames delta = mbcf0's tx_frames delta - mbcf0's frames to the fake
 #     peer (the program received them all) + the program's frames to veth1;
 #     nothing was dropped on the way (softnet backlog, veth, reply socket);
+#   - progs/wire_fifo.c: forged FIFO_PUSH frames at real FIFOs (its own
+#     exact checks: replies, counters, every FIFO byte, QP state, events);
 #   - QPs, CQs, MRs, PDs and pinned pages back to zero; link delete and
 #     rmmod clean; the kernel log clean.
 #   tests/vm/run.sh --build BUILD tests/vm/wire.sh [PATH/TO/mbcf_wire_attack [ARGS...]]
@@ -157,6 +159,23 @@ else
 fi
 check assert_eq 0 "$(($(softnet_drops) - sn0))" "frames dropped at the softnet backlogs"
 check assert_eq 0 "$(($(link_drops veth0) + $(link_drops veth1 ns1) - ld0))" "frames dropped by veth0/veth1"
+
+# --- forged FIFO pushes at real FIFOs (after the accounting above: it
+# needs mbcf0 idle and moves its counters itself, exactly) -----------------------
+wf=$(dirname "$prog")/mbcf_wire_fifo
+if [ -x "$wf" ]; then
+	vm_phase "wire_fifo"
+	timeout "$(vm_scaled 600)" "$wf" >/tmp/wire_fifo.log 2>&1
+	rc=$?
+	cat /tmp/wire_fifo.log
+	check assert_eq 0 "$rc" "wire_fifo exit status"
+	for c in keys accept codec seq state flood; do
+		grep -q "^PASS $c " /tmp/wire_fifo.log || { vm_fail "wire_fifo: no PASS line for $c"; failed=$((failed + 1)); }
+	done
+else
+	vm_fail "no $wf"
+	failed=$((failed + 1))
+fi
 
 # --- objects and pins back to zero; the device and module go away cleanly ---------------
 vm_wait_clean "$base_pins" 30
