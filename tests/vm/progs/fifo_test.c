@@ -831,6 +831,8 @@ static void *mp_run(void *arg)
 				m->bad_order += !err;
 				m->flush++;
 			} else {
+				m->bad_order += err;
+				err = true;	/* stop posting: the QP failed */
 				m->other++;
 			}
 		}
