@@ -24,8 +24,8 @@
 # short one, -k hostile,own,write to narrow a failure down.
 # Time (2-core build machine under load 10-12, TCG): the attack takes 70-80 s
 # for 10^6 frames (14-21 k frames/s counted by the devices, about half from
-# the attacker on CPU 0, half from the flood thread on CPU 1); the whole
-# guest test 2.5-3 minutes.
+# the attacker on CPU 0, half from the flood thread on CPU 1), wire_fifo
+# about 10 s; the whole guest test 2.5-3 minutes.
 set -u
 # shellcheck source=lib.sh
 . "${MBCF_VM_LIB:-$(dirname "$0")/lib.sh}"
