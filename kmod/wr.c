@@ -570,7 +570,13 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more)
 			queued++;
 		}
 	}
-	if (queued < budget)
+	/*
+	 * A ring's worth taken: more only if the producer published some
+	 * meanwhile (a datagram frees its slot as it is taken).  Looked at
+	 * once, like any other pull: a one-entry ring (latency tests) would
+	 * otherwise leave process context a pull after every post.
+	 */
+	if (queued < budget || mbcf_wr_sq_avail(qp, &n) || !n)
 		goto out_max;
 out:
 	*more = true;	/* ring left non-empty, or not looked at again */
