@@ -43,9 +43,11 @@ def main(path, out, how):
              "Produced by: " + how, "",
              "64 B messages into one receiver (its process and its veth's receive on vCPU 0; "
              "the senders' processes on vCPU 1).  lo: both ends on mbcf0; veth: senders on "
-             "mbcf1 (ns1) into mbcf0.  CPU per message in us: rx = every busy tick of vCPU 0 "
-             "(user, system, irq, softirq, ksoftirqd included) over the run; rx softirq = its "
-             "softirq ticks alone; all = both vCPUs (senders included); rx proc = the receiving "
+             "mbcf1 (ns1) into mbcf0.  CPU per message in us: rx = vCPU 0's busy time over the run "
+             "(wall time minus its exact nohz idle time: the receiving process, the softirqs that "
+             "place the messages, ksoftirqd, everything that ran there); rx softirq = vCPU 0's "
+             "softirq time as /proc/stat samples it (at the tick: a share, not exact); all = both "
+             "vCPUs' busy time the same way (senders included); rx proc = the receiving "
              "process's own user + system time (getrusage).  Median of the runs, (min-max).", "",
              "| topology | senders (QPs/processes) | mode | messages/s | rx CPU us/msg | "
              "rx softirq us/msg | all CPU us/msg | rx proc us/msg |",
@@ -72,15 +74,17 @@ def main(path, out, how):
         if q == "16" and rs:
             ok = statistics.median(rs) >= TARGET and cs and statistics.median(cs) < 1
             verdicts.append("- {} at 16 senders: FIFO/SRQ messages/s {:.2f} (target >= {}), "
-                            "receiver CPU per message FIFO/SRQ {:.2f} (target < 1): {}".format(
+                            "receiver CPU per message FIFO/SRQ {:.3f} (target < 1): {}".format(
                                 topo, statistics.median(rs), TARGET,
                                 statistics.median(cs) if cs else float("nan"),
                                 "met" if ok else "missed"))
     lines += [""] + verdicts
     lines += ["", "## Wake-up round trip, both ends asleep", "",
               "signal: a FIFO with MBCFDV_FIFO_SIGNAL, each end in poll() on its eventfd; "
-              "send: SEND into a posted receive, each end in ibv_get_cq_event.  Round trip in us "
-              "(two wake-ups), percentiles of one run, median over the runs (min-max).", "",
+              "send: SEND into a posted receive, each end in ibv_get_cq_event; both processes on "
+              "vCPU 0, no RPS (a halted vCPU woken from the other waits for its next tick under "
+              "TCG).  Round trip in us (two wake-ups), percentiles of one run, median over the "
+              "runs (min-max).", "",
               "| topology | mode | p50 | p90 | p99 | max |", "|---|---|---|---|---|---|"]
     for key in sorted(wake, key=lambda k: (k[0], k[1] != "signal")):
         runs = wake[key].values()

@@ -8,7 +8,9 @@
 # ("lo"), and senders on mbcf1 into mbcf0 across the veth ("veth", each
 # veth's receive steered to its receiver's vCPU as for bench/guest.sh's
 # bandwidth rows).  Then the wake-up round trip, both ends asleep: FIFO
-# signal (poll on the eventfd) against SEND (completion channel).
+# signal (poll on the eventfd) against SEND (completion channel), both
+# processes on vCPU 0 and no RPS: a halted TCG vCPU woken from the other
+# one waits for its next tick (4 ms), which would measure the emulator.
 # Every run checks its messages (bench/fifo_rate.c); a failed run fails
 # the script.  The rounds interleave the modes, so a slow stretch of the
 # host hits every mode alike.  Rows on stdout:
@@ -81,7 +83,7 @@ for topo in lo veth; do
 	[ "$topo" = veth ] && a=mbcf1
 	for ((r = 0; r <= REPS; r++)); do
 		for m in signal send; do
-			run $((r > 0)) "FIFO,wake,$m,$topo,1,1,$r" wake -m $m -n "$ITERS" -a $a -b mbcf0 -r 0 -c 1
+			run $((r > 0)) "FIFO,wake,$m,$topo,1,1,$r" wake -m $m -n "$ITERS" -a $a -b mbcf0 -r 0 -c 0
 		done
 	done
 done
