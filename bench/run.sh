@@ -4,6 +4,7 @@
 # plotted by bench/report.py into bench/results/.
 #   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only]
 #   bench/run.sh --icount [--reps N] [--iters N]
+#   bench/run.sh --fifo-only [--reps N] [--quick]
 # --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
 # to bench/results/sw.csv and sw.md instead; --loss-only: only goodput under
 # netem loss, to loss.csv and loss.md; --qps-only: ib_write_bw -q 1..64, to
@@ -14,6 +15,11 @@
 # counts instructions (tests/vm/run.sh --icount, bench/guest-icount.sh),
 # N runs each (default 3; --iters: iterations per latency run, default
 # 1000), to icount.csv and icount.md with each row's spread.
+# --fifo-only: the memory-based FIFO against SEND/RECV with an SRQ and
+# WRITE_WITH_IMM (message rate into one receiver, CPU per message) and its
+# signal against a completion channel (wake-up round trip), N runs each
+# (default 3; bench/guest-fifo.sh, bench/fifo_rate.c), to fifo.csv and
+# fifo.md with each row's spread and the ratios of each run.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -30,13 +36,16 @@ while [ $# -gt 0 ]; do
 	--qps-only) part=qps; shift ;;
 	--storage-only) part=storage; shift ;;
 	--icount) part=icount; shift ;;
+	--fifo-only) part=fifo; shift ;;
 	--iters) iters=$2; shift 2 ;;
-	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only | --icount [--iters N]]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only | --fifo-only | --icount [--iters N]]" >&2; exit 2 ;;
 	esac
 done
 
 if [ "$part" = icount ] || [ "$part" = storage ]; then
 	"$src/scripts/build.sh" mbcf_runtime	# the module and the provider are all it runs
+elif [ "$part" = fifo ]; then
+	"$src/scripts/build.sh" mbcf_runtime mbcf_fifo_rate
 else
 	"$src/scripts/build.sh"
 fi
@@ -55,6 +64,23 @@ if [ "$part" = icount ]; then
 	} >"$out/icount.csv"
 	how="bench/run.sh --icount --reps $reps --iters $iters, host time $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
 	exec /usr/bin/python3 "$here/icount-report.py" "$out/icount.csv" "$out/icount.md" "$how"
+fi
+if [ "$part" = fifo ]; then
+	reps=${reps:-3}
+	[[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "$0: --reps takes a positive count" >&2; exit 2; }
+	msgs=100000 iters=2000
+	[ "$quick" = 1 ] && msgs=32000 iters=500
+	log=$out/guest-fifo.log
+	t0=$EPOCHREALTIME
+	load0=$(cut -d' ' -f1-3 /proc/loadavg)
+	MBCF_VM_SLUB_DEBUG= "$src/tests/vm/run.sh" --build "$src/build" \
+		--timeout 5400 "$here/guest-fifo.sh" "$reps" "$msgs" "$iters" | tee "$log"
+	{
+		echo "group,mode,topology,qps,procs,run,v1,v2,v3,v4,v5"
+		grep '^FIFO,' "$log" | sed 's/^FIFO,//'
+	} >"$out/fifo.csv"
+	how="bench/run.sh --fifo-only$([ "$quick" = 1 ] && echo " --quick") --reps $reps, $msgs messages per rate run, $iters round trips per wake-up run, host time $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s, host load average $load0 before and $(cut -d' ' -f1-3 /proc/loadavg) after ($(nproc) host CPUs)"
+	exec /usr/bin/python3 "$here/fifo-report.py" "$out/fifo.csv" "$out/fifo.md" "$how"
 fi
 reps=${reps:-5}
 name=results
