@@ -571,12 +571,14 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more)
 		}
 	}
 	/*
-	 * A ring's worth taken: more only if the producer published some
-	 * meanwhile (a datagram frees its slot as it is taken).  Looked at
-	 * once, like any other pull: a one-entry ring (latency tests) would
-	 * otherwise leave process context a pull after every post.
+	 * A ring's worth taken: the producer is ahead, and process context
+	 * pulls again later, sparing it doorbells.  Not a one-entry ring
+	 * (latency tests): that is every post, and a deferred pull after
+	 * each costs a wake-up and two context switches; looked at once,
+	 * it has more only if a datagram's freed slot was refilled.
 	 */
-	if (queued < budget || mbcf_wr_sq_avail(qp, &n) || !n)
+	if (queued < budget ||
+	    (budget == 1 && (mbcf_wr_sq_avail(qp, &n) || !n)))
 		goto out_max;
 out:
 	*more = true;	/* ring left non-empty, or not looked at again */
