@@ -570,7 +570,15 @@ int mbcf_wr_pull_sq(struct mbcf_qp *qp, bool *more)
 			queued++;
 		}
 	}
-	if (queued < budget)
+	/*
+	 * A ring's worth taken: the producer is ahead, and process context
+	 * pulls again later, sparing it doorbells.  Not a one-entry ring
+	 * (latency tests): that is every post, and a deferred pull after
+	 * each costs a wake-up and two context switches; looked at once,
+	 * it has more only if a datagram's freed slot was refilled.
+	 */
+	if (queued < budget ||
+	    (budget == 1 && (mbcf_wr_sq_avail(qp, &n) || !n)))
 		goto out_max;
 out:
 	*more = true;	/* ring left non-empty, or not looked at again */

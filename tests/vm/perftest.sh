@@ -109,12 +109,17 @@ zc_check() { # NAME TAP(0|1)
 	c0=$(dev_ctr mbcf1 tx_zerocopy_copied)
 	m0=$(dev_ctr mbcf1 tx_head_pool_miss)
 	if [ "$2" = 1 ]; then
-		python3 -c 'import socket, time
+		# The tap says when it is bound (a fixed sleep raced python's
+		# start-up on a loaded host: the transfer ran before the tap).
+		local ready=/tmp/zc-tap.ready i
+		rm -f "$ready"
+		python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind(("veth0", 0))
-time.sleep(120)' &
+open(sys.argv[1], "w").close()
+time.sleep(120)' "$ready" &
 		tap=$!
-		sleep 1
+		for i in $(seq 600); do [ -e "$ready" ] && break; sleep 0.1; done
 	fi
 	perf ib_write_bw 65536 -n 200
 	[ -n "$tap" ] && { kill "$tap"; wait "$tap" 2>/dev/null; }
