@@ -9,18 +9,26 @@
 # Interrupts are masked in parts of the kernel (the scheduler's switch,
 # spin_lock_irqsave): their samples land where interrupts come back on
 # (finish_task_switch, _raw_spin_unlock_irqrestore).
-#   bench/icount-profile.sh [--test T] [--size S] [--iters N] [--period NS] [--top N] [--devs "mbcf0 rxe0"]
-# Prints, per device, "PROFILE,<dev>,<test>,<size>,<perftest's t_typical us>,
+#   bench/icount-profile.sh [--test T] [--size S] [--poll] [--iters N] [--period NS] [--top N] [--devs "mbcf0 rxe0"]
+# --poll: the client polls its completion queue (ib_read_lat and
+# ib_atomic_lat only: their responder is the device, so the server process
+# sleeps and one vCPU serves); event mode (-e) otherwise.  --events: only
+# the EVENT and CTR lines below (no sampling: quicker, and exact).
+# Prints, per device, "PROFILE,<dev>,<test>,<size>,<mode>,<perftest's t_typical us>,
 # <instructions per iteration from the samples>" (an iteration is a round
 # trip; t_typical is half of one, and here includes perf's own sampling),
 # then "SYM,<dev>,<instructions per iteration>,<object> <symbol>" for the
 # top symbols, "DSO,..." the same by object, and "FILE,..." by the source
 # file of mbcf's functions (the module's debug info), the kernel's other
-# work as "(kernel)".
+# work as "(kernel)"; and "EVENT,<dev>,<per iteration>,<tracepoint>": how
+# often the round trip queues work, switches or wakes tasks, starts timers,
+# raises softirqs, idles (perf stat on tracepoints, the same difference);
+# for mbcf, "CTR,<dev>,<per iteration>,<counter>": the device's counters
+# (`rdma statistic`) that moved, per round trip.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
-t=ib_send_lat size=4 iters=5000 period=20011 top=40 devs="mbcf0 rxe0"
+t=ib_send_lat size=4 iters=5000 period=20011 top=40 devs="mbcf0 rxe0" mode=ev only=all
 while [ $# -gt 0 ]; do
 	case $1 in
 	--test) t=$2; shift 2 ;;
@@ -29,15 +37,17 @@ while [ $# -gt 0 ]; do
 	--period) period=$2; shift 2 ;;
 	--top) top=$2; shift 2 ;;
 	--devs) devs=$2; shift 2 ;;
+	--poll) mode=poll; shift ;;
+	--events) only=events; shift ;;
 	--guest | --pair) break ;;
-	*) echo "usage: $0 [--test T] [--size S] [--iters N] [--period NS] [--top N] [--devs LIST]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--test T] [--size S] [--iters N] [--period NS] [--top N] [--devs LIST] [--poll]" >&2; exit 2 ;;
 	esac
 done
 
 if [ "${1:-}" != --guest ] && [ "${1:-}" != --pair ]; then
 	MBCF_VM_SLUB_DEBUG= exec "$src/tests/vm/run.sh" --icount \
 		--build "${MBCF_BUILD:-$src/build}" --timeout "${ICOUNT_TIMEOUT:-2400}" \
-		"$here/icount-profile.sh" --guest "$t" "$size" "$iters" "$period" "$top" "$devs"
+		"$here/icount-profile.sh" --guest "$t" "$size" "$iters" "$period" "$top" "$devs" "$mode" "$only"
 fi
 
 # --- in the guest ---------------------------------------------------------
@@ -54,7 +64,7 @@ if [ "$1" = --pair ]; then	# --pair DEV TEST ITERS PERFTEST-ARGS...: one ping-po
 	wait
 	exit 0
 fi
-t=$2 size=$3 iters=$4 period=$5 top=$6 devs=$7
+t=$2 size=$3 iters=$4 period=$5 top=$6 devs=$7 mode=$8 only=$9
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "mbcf0/mbcf1 missing"
 command -v perf >/dev/null || vm_die "no perf in the guest"
 echo 0 >/proc/sys/kernel/kptr_restrict
@@ -62,7 +72,11 @@ echo -1 >/proc/sys/kernel/perf_event_paranoid
 
 m=(-s "$size")
 case $t in ib_atomic_*) m=() ;; esac
-case $t in ib_send_lat | ib_atomic_lat | ib_read_lat) m+=(-e) ;; esac
+case $mode,$t in
+ev,ib_send_lat | ev,ib_atomic_lat | ev,ib_read_lat | ev,ib_send_bw) m+=(-e) ;;
+poll,ib_atomic_lat | poll,ib_read_lat | poll,ib_atomic_bw) ;;
+*) vm_die "$t cannot run in $mode mode on one vCPU" ;;
+esac
 
 # counts DATA: "<samples>\t<object> <symbol>" for every symbol of a record
 counts() {
@@ -76,6 +90,20 @@ record() {
 		"$0" --pair "$1" "$t" "$2" "${m[@]}" 2>"/var/tmp/perf-$1-$2.log"
 }
 
+# stat DEV N: tracepoint counts of the pair's N round trips, "<count>\t<event>"
+events=workqueue:workqueue_queue_work,sched:sched_switch,sched:sched_wakeup,timer:hrtimer_start,timer:hrtimer_expire_entry,timer:timer_start,irq:softirq_raise,irq:irq_handler_entry,power:cpu_idle,raw_syscalls:sys_enter
+stat() {
+	case $1 in mbcf*) rdma statistic show link "$1/1" | tr ' ' '\n' |
+		awk 'k != "" && $0 ~ /^[0-9]+$/ { print $0 "\tctr:" k } { k = $0 }' >"/var/tmp/ctr-$1-$2.0" ;; esac
+	perf stat -a -x, -e "$events" -o "/var/tmp/stat-$1-$2.csv" -- \
+		"$0" --pair "$1" "$t" "$2" "${m[@]}" >/dev/null 2>&1
+	awk -F, '$1 ~ /^[0-9]+$/ { print $1 "\t" $3 }' "/var/tmp/stat-$1-$2.csv"
+	case $1 in mbcf*) rdma statistic show link "$1/1" | tr ' ' '\n' |
+		awk 'k != "" && $0 ~ /^[0-9]+$/ { print $0 "\tctr:" k } { k = $0 }' |
+		awk -F '\t' 'FNR == NR { a[$2] = $1; next } $1 != a[$2] { print $1 - a[$2] "\t" $2 }' \
+			"/var/tmp/ctr-$1-$2.0" - ;; esac
+}
+
 # The pair's start-up (perftest's clock calibration, registration,
 # connection) costs as much as thousands of round trips: each device is
 # recorded at ITERS and at 5 x ITERS round trips, and a symbol's instructions
@@ -85,11 +113,13 @@ n1=$iters n2=$((iters * 5))
 nm -l --defined-only "$MBCF_BUILD/kmod/mbcf.ko" |
 	awk '$2 ~ /^[tT]$/ && NF >= 4 { f = $4; sub(/:[0-9]+$/, "", f); sub(/.*\/src\//, "", f); print $3 "\t" f }' >/var/tmp/mbcf-syms.tsv
 [ -s /var/tmp/mbcf-syms.tsv ] || vm_die "no symbols with source files in $MBCF_BUILD/kmod/mbcf.ko"
-for d in $devs; do
-	"$0" --pair "$d" "$t" 200 "${m[@]}" >/dev/null	# warm-up: programs and libraries in the page cache
+# profile DEV: its SYM, DSO and FILE lines
+profile() {
+	local d=$1 out rtt total
 	record "$d" "$n1" >/dev/null
 	out=$(record "$d" "$n2")
 	rtt=$(awk -v s="$size" '($1 == s || s == 8) && $2 ~ /^[0-9]+$/ { print $5; exit }' <<<"$out")
+	case $t in *_bw) rtt=${rtt:--} ;; esac	# a rate test: an iteration is one operation
 	[ -n "$rtt" ] || { echo "$out" | tail -n 5 >&2; vm_die "$t on $d printed no result"; }
 	counts "/var/tmp/perf-$d-$n1.data" >"/var/tmp/prof-$d-1.tsv"
 	counts "/var/tmp/perf-$d-$n2.data" >"/var/tmp/prof-$d-2.tsv"
@@ -101,7 +131,7 @@ for d in $devs; do
 		      for (k in a) if (!(k in b)) printf "%.0f\t%s\n", -a[k] * p / n, k }' \
 		"/var/tmp/prof-$d-1.tsv" "/var/tmp/prof-$d-2.tsv" | sort -t "$(printf '\t')" -k1,1 -rn >"/var/tmp/prof-$d.tsv"
 	total=$(awk -F '\t' '{ n += $1 } END { print n + 0 }' "/var/tmp/prof-$d.tsv")
-	echo "PROFILE,$d,$t,$size,$rtt,$total"
+	echo "PROFILE,$d,$t,$size,$mode,$rtt,$total"
 	awk -F '\t' -v d="$d" -v n="$top" 'NR <= n { printf "SYM,%s,%s,%s\n", d, $1, $2 }' "/var/tmp/prof-$d.tsv"
 	# by object: the kernel, the module, the provider, libibverbs, the program
 	awk -F '\t' -v d="$d" '{ o = $2; sub(/ .*/, "", o); s[o] += $1 }
@@ -116,4 +146,15 @@ for d in $devs; do
 		  sum[k] += $1 }
 		END { for (k in sum) printf "FILE,%s,%s,%s\n", d, sum[k], k }' \
 		/var/tmp/mbcf-syms.tsv "/var/tmp/prof-$d.tsv" | sort -t, -k3 -rn
+}
+for d in $devs; do
+	"$0" --pair "$d" "$t" 200 "${m[@]}" >/dev/null	# warm-up: programs and libraries in the page cache
+	[ "$only" = events ] || profile "$d"
+	stat "$d" "$n1" >"/var/tmp/stat-$d-1.tsv"
+	stat "$d" "$n2" >"/var/tmp/stat-$d-2.tsv"
+	awk -F '\t' -v d="$d" -v n="$((n2 - n1))" '
+		FNR == NR { a[$2] = $1; next }
+		{ k = $2; e = "EVENT"; if (sub(/^ctr:/, "", k)) e = "CTR"
+		  printf "%s,%s,%.2f,%s\n", e, d, ($1 - a[$2]) / n, k }' \
+		"/var/tmp/stat-$d-1.tsv" "/var/tmp/stat-$d-2.tsv"
 done
