@@ -65,8 +65,9 @@ def main(path, out, how):
     for topo, q, p in sorted({k[:3] for k in rate}, key=lambda k: (k[0], int(k[1]))):
         f, s, i = (rate.get((topo, q, p, m), {}) for m in ("fifo", "srq", "imm"))
 
-        def ratio(a, b, col):
-            return [a[r][col] / b[r][col] for r in a if r in b and b[r][col]]
+        def ratio(a, b, col):   # a failed run (nan) on either side is left out
+            v = [a[r][col] / b[r][col] for r in a if r in b and b[r][col]]
+            return [x for x in v if x == x]
         rs, ri = ratio(f, s, "rate"), ratio(f, i, "rate")
         cs, ci = ratio(f, s, "rx_cpu"), ratio(f, i, "rx_cpu")
         lines.append("| {} | {}/{} | {} | {} | {} | {} |".format(
@@ -95,6 +96,7 @@ def main(path, out, how):
         a, b = wake.get((topo, "signal"), {}), wake.get((topo, "send"), {})
         for c in ("p50", "p99"):
             v = [a[r][c] / b[r][c] for r in a if r in b and b[r][c]]
+            v = [x for x in v if x == x]
             lines.append("- {}: signal/send {} round trip, run by run: {}".format(topo, c, spread(v, "{:.2f}")))
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -103,7 +103,7 @@ static void fifo_signal(const struct mbcf_fifo *f, const struct fifo_slot *s,
 	if (f->flags & MBCF_FIFO_SIGNAL) {
 		if (!fault)
 			m->signal(f->env);
-	} else if (f->flags & MBCF_FIFO_SIGNAL_EMPTY) {
+	} else if ((f->flags & MBCF_FIFO_SIGNAL_EMPTY) && m->mb) {
 		/* a FAULT's SKIP too: the consumer may wait at it, and a
 		 * later record would not find the queue empty */
 		m->mb(f->env);

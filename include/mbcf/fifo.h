@@ -85,7 +85,8 @@ struct mbcf_fifo_mem {
 	 * The signal (16.5); used only for a FIFO with MBCF_FIFO_SIGNAL or
 	 * MBCF_FIFO_SIGNAL_EMPTY in its flags (NULL: none is ever sent).
 	 * mb: a full barrier (SIGNAL_EMPTY: between the record's word and
-	 * the look at head after it).  signal: one event to the owner,
+	 * the look at head after it; NULL: SIGNAL_EMPTY sends none, as
+	 * without the barrier the look could miss a consumer gone to sleep).  signal: one event to the owner,
 	 * bounded, callable in atomic context.
 	 */
 	void (*mb)(void *env);

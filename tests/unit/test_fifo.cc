@@ -715,6 +715,28 @@ TEST_F(Fifo, SignalEmptyOnlyIntoAnEmptyQueue)
 	EXPECT_EQ(m.signals.load(), 2);
 }
 
+// An environment without a barrier: SIGNAL_EMPTY sends nothing (its look at
+// head could miss a consumer gone to sleep), SIGNAL still does; records
+// are appended all the same.
+TEST_F(Fifo, SignalEmptyWithoutBarrierSendsNone)
+{
+	mbcf_fifo_mem nomb = kMem;
+	Rec r;
+
+	nomb.mb = nullptr;
+	f.mem = &nomb;
+	f.flags = MBCF_FIFO_SIGNAL_EMPTY;
+	ASSERT_EQ(push(20, 3), MBCF_FIFO_OK);
+	ASSERT_EQ(push(20, 4), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 0);
+	EXPECT_EQ(m.mbs.load(), 0);
+	ASSERT_TRUE(pop(m, &r));
+	EXPECT_EQ(r.data, bytes(20, 3));
+	f.flags = MBCF_FIFO_SIGNAL;
+	ASSERT_EQ(push(20, 5), MBCF_FIFO_OK);
+	EXPECT_EQ(m.signals.load(), 1);
+}
+
 // The wrap: SIGNAL counts the record, never its SKIP; SIGNAL_EMPTY takes a
 // queue whose consumer stands at the SKIP, or has already stepped over it
 // and waits at the record's offset 0, as empty.
