@@ -291,21 +291,23 @@ static int rpc_calls(const struct ex_opts *o, struct ex_dev *d, struct ex_conn *
 		x = rpc_arg(me, i);
 		req.seq = htobe64(i);
 		req.val = htobe64(x);
-		if (rpc_push(conn->qp, key, &req, i) || rpc_wait_reply(f, &rep, o->timeout_s))
+		if (rpc_push(conn->qp, key, &req, i))
+			return -1;
+		/* The request's completion: it is in the server's queue. */
+		if (ex_poll_one(d->cq, &wc, o->timeout_s))
+			return -1;
+		if (wc.opcode != IBV_WC_SEND || wc.wr_id != i) {
+			fprintf(stderr, "completion opcode %d wr_id %llu, want request %llu\n",
+				wc.opcode, (unsigned long long)wc.wr_id, (unsigned long long)i);
+			return -1;
+		}
+		if (rpc_wait_reply(f, &rep, o->timeout_s))
 			return -1;
 		if (be64toh(rep.seq) != i || be64toh(rep.val) != x * x + 1) {
 			fprintf(stderr, "call %llu: reply (seq %llu, %llu), want (%llu, %llu)\n",
 				(unsigned long long)i, (unsigned long long)be64toh(rep.seq),
 				(unsigned long long)be64toh(rep.val),
 				(unsigned long long)i, (unsigned long long)(x * x + 1));
-			return -1;
-		}
-		/* The request's own completion: it reached the server's queue. */
-		if (ex_poll_one(d->cq, &wc, o->timeout_s))
-			return -1;
-		if (wc.opcode != IBV_WC_SEND || wc.wr_id != i) {
-			fprintf(stderr, "completion opcode %d wr_id %llu, want request %llu\n",
-				wc.opcode, (unsigned long long)wc.wr_id, (unsigned long long)i);
 			return -1;
 		}
 		if (ex_now_us() - t0 > *worst_us)
