@@ -13,10 +13,11 @@
  * epoll_wait on mbcfdv_fifo_event_fd, hands every request to a handler
  * with mbcfdv_fifo_dispatch, and the handler answers by pushing the reply
  * (the sequence number and x * x + 1) into the caller's FIFO through the
- * QP the request came through.  The client sleeps in poll on its own
- * FIFO's eventfd for the reply.  Both ends check every field and that
- * each call is answered exactly once, in order; every process exits 1 on
- * a mismatch.
+ * QP the request came through.  The client takes its request's
+ * completion (the request is in the server's queue), then sleeps in poll
+ * on its own FIFO's eventfd for the reply.  Both ends check every field
+ * and that each call is answered exactly once, in order; every process
+ * exits 1 on a mismatch.
  *
  * The same RPC with plain verbs is SEND/RECV with a completion channel
  * (docs/porting.md, "The examples").
