@@ -324,8 +324,8 @@ else
 fi
 
 # --- 4. purge -------------------------------------------------------------------
-vm_phase "dpkg -P libmbcf1 mbcf-dkms"
-dpkg -P libmbcf1 mbcf-dkms >"$work/dpkg-p.log" 2>&1
+vm_phase "dpkg -P libmbcf-dev libmbcf1 mbcf-dkms"
+dpkg -P libmbcf-dev libmbcf1 mbcf-dkms >"$work/dpkg-p.log" 2>&1
 check assert_eq "0 " "$? $(status_of libmbcf-dev)$(status_of libmbcf1)$(status_of mbcf-dkms)" \
 	"dpkg -P (status, package states)"
 {
