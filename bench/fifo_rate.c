@@ -34,7 +34,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -72,52 +71,6 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-/* ---- the direct verbs: resolved here only (one place to change) ---------- */
-
-static struct {
-	struct mbcfdv_fifo *(*create)(struct ibv_pd *, void *, size_t, uint32_t);
-	int (*destroy)(struct mbcfdv_fifo *);
-	void (*push)(struct ibv_qp_ex *, uint32_t);
-	int (*event_fd)(struct mbcfdv_fifo *);
-	int (*dispatch)(struct mbcfdv_fifo *,
-			void (*)(void *, const void *, uint32_t, uint32_t),
-			void *, void *, uint32_t, unsigned);
-} dv;
-
-/* From the provider libibverbs mapped for an open device (as fifo_test.c). */
-static void dv_load(void)
-{
-	char line[512], *path = NULL;
-	FILE *f = fopen("/proc/self/maps", "r");
-	void *h;
-
-	while (f && !path && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-
-		if (p && strstr(p, "libmbcf-rdmav")) {
-			p[strcspn(p, "\n")] = 0;
-			path = strdup(p);
-		}
-	}
-	if (f)
-		fclose(f);
-	if (!path || !(h = dlopen(path, RTLD_NOW | RTLD_NOLOAD)))
-		die("no mbcf provider mapped");
-#define DV(field, name, ver)						\
-	do {								\
-		*(void **)&dv.field = dlvsym(h, name, ver);		\
-		if (!dv.field)						\
-			die("%s@%s not in %s", name, ver, path);	\
-	} while (0)
-	DV(create, "mbcfdv_create_fifo", "MBCF_1.0");
-	DV(destroy, "mbcfdv_destroy_fifo", "MBCF_1.0");
-	DV(push, "mbcfdv_wr_fifo_push", "MBCF_1.0");
-	DV(event_fd, "mbcfdv_fifo_event_fd", "MBCF_1.1");
-	DV(dispatch, "mbcfdv_fifo_dispatch", "MBCF_1.1");
-#undef DV
-	free(path);
 }
 
 /* ---- shared between the processes (mapped before fork) ------------------- */
@@ -193,7 +146,6 @@ static void dev_open(struct dev *d, const char *name)
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd || ibv_query_gid(d->ctx, 1, 0, &d->gid))
 		die("%s: pd/gid", name);
-	dv_load();
 }
 
 static struct ibv_qp *qp_new(struct dev *d, struct ibv_cq *scq, struct ibv_cq *rcq,
@@ -398,7 +350,7 @@ static void sender(int first, int n)
 				qx[i]->wr_id = ((uint64_t)i << 32) | (seq + 1);
 				qx[i]->wr_flags = b == BATCH - 1 ? IBV_SEND_SIGNALED : 0;
 				if (mode == M_FIFO)
-					dv.push(qx[i], sh->fifo_key);
+					mbcfdv_wr_fifo_push(qx[i], sh->fifo_key);
 				else if (mode == M_SRQ)
 					ibv_wr_send(qx[i]);
 				else
@@ -515,7 +467,7 @@ static void rate(void)
 		die("alloc");
 	memset(buf, 0, blen);
 	if (mode == M_FIFO) {
-		fifo = dv.create(d.pd, buf, blen, MBCFDV_FIFO_SIGNAL_EMPTY);
+		fifo = mbcfdv_create_fifo(d.pd, buf, blen, MBCFDV_FIFO_SIGNAL_EMPTY);
 		if (!fifo)
 			die("mbcfdv_create_fifo: %s", strerror(errno));
 		sh->fifo_key = fifo->key;
@@ -559,10 +511,10 @@ static void rate(void)
 	atomic_store(&sh->go, 1);
 	if (mode == M_FIFO) {
 		static uint8_t rec[256];
-		int efd = dv.event_fd(fifo);
+		int efd = mbcfdv_fifo_event_fd(fifo);
 
 		while (r.got + r.bad < total && now() - t0 < 120) {
-			int k = dv.dispatch(fifo, fifo_handler, &r, rec, sizeof(rec), 256);
+			int k = mbcfdv_fifo_dispatch(fifo, fifo_handler, &r, rec, sizeof(rec), 256);
 
 			if (k < 0)
 				die("dispatch: %s", strerror(-k));
@@ -646,7 +598,7 @@ static void rate(void)
 	for (int i = 0; i < nq; i++)
 		ibv_destroy_qp(qp[i]);
 	if (fifo)
-		dv.destroy(fifo);
+		mbcfdv_destroy_fifo(fifo);
 	exit(0);
 }
 
@@ -686,7 +638,7 @@ static void wake_post(struct waker *w, uint32_t seq, uint32_t peer_key)
 	w->qx->wr_id = seq;
 	w->qx->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	if (mode == M_SIGNAL)
-		dv.push(w->qx, peer_key);
+		mbcfdv_wr_fifo_push(w->qx, peer_key);
 	else
 		ibv_wr_send(w->qx);
 	ibv_wr_set_inline_data(w->qx, &m, MSG);
@@ -703,7 +655,7 @@ static void wake_post(struct waker *w, uint32_t seq, uint32_t peer_key)
 static void wake_wait(struct waker *w, uint32_t seq)
 {
 	if (mode == M_SIGNAL) {
-		int fd = dv.event_fd(w->fifo);
+		int fd = mbcfdv_fifo_event_fd(w->fifo);
 		uint8_t rec[128];
 
 		w->got = 0;
@@ -712,7 +664,7 @@ static void wake_wait(struct waker *w, uint32_t seq)
 			int k;
 
 			poll(&p, 1, 1000);
-			k = dv.dispatch(w->fifo, wake_handler, w, rec, sizeof(rec), 1);
+			k = mbcfdv_fifo_dispatch(w->fifo, wake_handler, w, rec, sizeof(rec), 1);
 			if (k < 0)
 				die("dispatch: %s", strerror(-k));
 			if (now() - t0 > 30)
@@ -750,7 +702,7 @@ static void waker_setup(struct waker *w, const char *dev, int side)
 		die("alloc");
 	memset(w->buf, 0, blen);
 	if (mode == M_SIGNAL) {
-		w->fifo = dv.create(w->d.pd, w->buf, blen, MBCFDV_FIFO_SIGNAL);
+		w->fifo = mbcfdv_create_fifo(w->d.pd, w->buf, blen, MBCFDV_FIFO_SIGNAL);
 		if (!w->fifo)
 			die("mbcfdv_create_fifo: %s", strerror(errno));
 		sh->wake_key[side] = w->fifo->key;

@@ -172,10 +172,21 @@ struct ibv_qp *ex_qp_create(struct ex_dev *d, uint32_t send_wr, uint32_t recv_wr
 			.max_recv_wr = recv_wr,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
+			.max_inline_data = d->max_inline_data,
 		},
 		.qp_type = IBV_QPT_RC,
 	};
-	struct ibv_qp *qp = ibv_create_qp(d->pd, &init);
+	struct ibv_qp_init_attr_ex ex = {
+		.send_cq = d->cq,
+		.recv_cq = d->cq,
+		.cap = init.cap,
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = d->pd,
+		.send_ops_flags = d->send_ops_flags,
+	};
+	struct ibv_qp *qp = d->send_ops_flags ? ibv_create_qp_ex(d->ctx, &ex) :
+						ibv_create_qp(d->pd, &init);
 
 	if (!qp)
 		fprintf(stderr, "ibv_create_qp: %s\n", strerror(errno));

@@ -46,6 +46,11 @@ struct ex_dev {
 	enum ibv_mtu mtu;	/* the port's active_mtu */
 	union ibv_gid gid;	/* GID index 0 */
 	uint32_t max_rd_atomic;	/* the device's max_qp_rd_atom */
+	/* Set after ex_dev_open for QPs that post through the work-request
+	 * API (ibv_wr_*, mbcfdv_wr_fifo_push): ex_qp_create then makes them
+	 * with ibv_create_qp_ex and these send_ops_flags and inline bytes. */
+	uint64_t send_ops_flags;
+	uint32_t max_inline_data;
 };
 
 int ex_dev_open(struct ex_dev *d, const char *name, int cqe);
@@ -54,7 +59,8 @@ void ex_dev_close(struct ex_dev *d);	/* safe on a partly opened one */
 /* Register @len bytes at @buf with @access; NULL on failure. */
 struct ibv_mr *ex_reg_mr(struct ex_dev *d, void *buf, size_t len, int access);
 
-/* An RC QP on d->cq with room for @send_wr and @recv_wr work requests. */
+/* An RC QP on d->cq with room for @send_wr and @recv_wr work requests
+ * (extended when d->send_ops_flags is set: ibv_qp_to_qp_ex works on it). */
 struct ibv_qp *ex_qp_create(struct ex_dev *d, uint32_t send_wr, uint32_t recv_wr);
 
 /* What each side tells the other before the QPs connect. */

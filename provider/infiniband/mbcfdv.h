@@ -10,9 +10,9 @@
  * the extended work-request API.  A full FIFO stops the sender (the QP
  * waits, nothing is lost) until the owner has consumed.
  *
- * The functions live in the provider library libibverbs loads
- * (libmbcf-rdmav<ABI>.so), version MBCF_1.0 (the signal's: MBCF_1.1):
- * link with it, or resolve them there once a device is open (mbcfdv(3)).
+ * The functions live in libmbcf.so.1, version MBCF_1.0 (the signal's:
+ * MBCF_1.1), the library that is also the provider libibverbs loads for
+ * mbcf devices: link with -lmbcf (pkg-config libmbcf; mbcfdv(3)).
  */
 #ifndef MBCFDV_H
 #define MBCFDV_H

@@ -3,7 +3,7 @@
 # exactly what they should, at the one project version.
 #   check-debs.sh SRC DEBDIR VERSION [--ko MBCF_KO] [--dlopen-check PROG]
 # SRC: the checkout (the module source the DKMS package must carry, byte for
-# byte); MBCF_KO: the module the CMake build made (its MODULE_VERSION);
+# byte; the version script libmbcf.so.1 must export exactly); MBCF_KO: the module the CMake build made (its MODULE_VERSION);
 # PROG: provider/dlopen-check.c, to load the packaged provider.
 set -euo pipefail
 
@@ -25,6 +25,7 @@ arch=$(dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 dkms_deb=$debdir/mbcf-dkms_${version}_all.deb
 provider_deb=$debdir/libmbcf1_${version}_$arch.deb
+dev_deb=$debdir/libmbcf-dev_${version}_$arch.deb
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -62,9 +63,11 @@ deb_list() { dpkg-deb --fsys-tarfile "$1" | tar -t | LC_ALL=C sort; }
 # --- the packages built, and their control fields ----------------------------
 (cd "$debdir" && ls -1 ./*.deb | sed 's|^\./||' | LC_ALL=C sort) >"$work/debs"
 printf '%s\n' "libmbcf1-dbgsym_${version}_$arch.deb" "libmbcf1_${version}_$arch.deb" \
-	"mbcf-dkms_${version}_all.deb" | LC_ALL=C sort >"$work/debs.want"
+	"libmbcf-dev_${version}_$arch.deb" "mbcf-dkms_${version}_all.deb" |
+	LC_ALL=C sort >"$work/debs.want"
 expect_list "packages in $debdir" "$work/debs.want" "$work/debs"
-[ -f "$dkms_deb" ] && [ -f "$provider_deb" ] || { echo "check-debs: packages missing"; exit 1; }
+[ -f "$dkms_deb" ] && [ -f "$provider_deb" ] && [ -f "$dev_deb" ] ||
+	{ echo "check-debs: packages missing"; exit 1; }
 
 expect_eq "mbcf-dkms Version" "$version" "$(dpkg-deb -f "$dkms_deb" Version)"
 expect_eq "libmbcf1 Version" "$version" "$(dpkg-deb -f "$provider_deb" Version)"
@@ -74,6 +77,12 @@ expect_eq "libmbcf1 Multi-Arch" same "$(dpkg-deb -f "$provider_deb" Multi-Arch)"
 expect_eq "mbcf-dkms Depends" "dkms (>= 2.1.0.0)" "$(dpkg-deb -f "$dkms_deb" Depends)"
 expect_eq "mbcf-dkms Recommends" libmbcf1 "$(dpkg-deb -f "$dkms_deb" Recommends)"
 expect_eq "libmbcf1 Recommends" mbcf-dkms "$(dpkg-deb -f "$provider_deb" Recommends)"
+expect_eq "libmbcf-dev Version" "$version" "$(dpkg-deb -f "$dev_deb" Version)"
+expect_eq "libmbcf-dev Architecture" "$arch" "$(dpkg-deb -f "$dev_deb" Architecture)"
+expect_eq "libmbcf-dev Multi-Arch" same "$(dpkg-deb -f "$dev_deb" Multi-Arch)"
+expect_eq "libmbcf-dev Section" libdevel "$(dpkg-deb -f "$dev_deb" Section)"
+expect_eq "libmbcf-dev Depends" "libibverbs-dev, libmbcf1 (= $version)" \
+	"$(dpkg-deb -f "$dev_deb" Depends)"
 
 # libmbcf1's Depends: libc6 and libibverbs1 only; libibverbs1 bounded to the
 # releases with private ABI 34 (rdma-core 34 ... 56): the lower bound from
@@ -91,16 +100,16 @@ else
 	fail "libmbcf1 Depends: libibverbs1 lower bound '$lower' not in [34, installed] ($depends)"
 fi
 
-# --- libmbcf1: the provider, its driver file, the direct-verbs header and
-# the man pages, nothing else -------------------------------------------------
+# --- libmbcf1: the library, the provider link to it, its driver file and
+# mbcf.7, nothing else ----------------------------------------------------------
 deb_list "$provider_deb" >"$work/provider.list"
 with_parents >"$work/provider.want" <<EOF
 ./etc/libibverbs.d/mbcf.driver
-./usr/include/infiniband/mbcfdv.h
 ./usr/lib/$multiarch/libibverbs/libmbcf-rdmav34.so
+./usr/lib/$multiarch/libmbcf.so.1
+./usr/lib/$multiarch/libmbcf.so.1.1.0
 ./usr/share/doc/libmbcf1/changelog.gz
 ./usr/share/doc/libmbcf1/copyright
-./usr/share/man/man3/mbcfdv.3.gz
 ./usr/share/man/man7/mbcf.7.gz
 EOF
 expect_list "libmbcf1 files" "$work/provider.want" "$work/provider.list"
@@ -108,10 +117,54 @@ dpkg-deb -x "$provider_deb" "$work/provider"
 dpkg-deb -e "$provider_deb" "$work/provider.ctl"
 expect_eq "libmbcf1 conffiles" /etc/libibverbs.d/mbcf.driver "$(cat "$work/provider.ctl/conffiles")"
 expect_eq "mbcf.driver" "driver mbcf" "$(cat "$work/provider/etc/libibverbs.d/mbcf.driver")"
-so=$work/provider/usr/lib/$multiarch/libibverbs/libmbcf-rdmav34.so
+lib=$work/provider/usr/lib/$multiarch
+so=$lib/libibverbs/libmbcf-rdmav34.so
+# as rdma-core's providers: libibverbs/lib<name>-rdmav<ABI>.so -> ../lib<name>.so.1
+expect_eq "provider link" ../libmbcf.so.1 "$(readlink "$so")"
+expect_eq "libmbcf.so.1 link" libmbcf.so.1.1.0 "$(readlink "$lib/libmbcf.so.1")"
+expect_eq "libmbcf.so.1.1.0 type" "regular file" "$(stat -c %F "$lib/libmbcf.so.1.1.0")"
 expect_eq "provider NEEDED" "libc.so.6 libibverbs.so.1" \
 	"$(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }' | LC_ALL=C sort | xargs)"
-expect_eq "provider SONAME (a plugin has none)" "" "$(objdump -p "$so" | awk '$1 == "SONAME" { print $2 }')"
+expect_eq "libmbcf.so.1 SONAME" libmbcf.so.1 "$(objdump -p "$so" | awk '$1 == "SONAME" { print $2 }')"
+# The exports: exactly provider/libmbcf.map's, versioned; the package's
+# symbols file lists exactly those (dpkg-gensymbols -c4 at build time too).
+if out=$(cmake -DOBJDUMP=objdump -DLIB="$lib/libmbcf.so.1.1.0" -DPABI=34 \
+	-DMAP="$src/provider/libmbcf.map" -DSONAME=libmbcf.so.1 \
+	-P "$src/provider/check-symbols.cmake" 2>&1); then
+	ok "libmbcf.so.1: SONAME and exports exactly provider/libmbcf.map's"
+else
+	fail "libmbcf.so.1 symbols: $out"
+fi
+sed -n 's/^ \([^ ]*@[^ ]*\) .*/\1/p' "$work/provider.ctl/symbols" | LC_ALL=C sort >"$work/symbols.deb"
+objdump -T "$lib/libmbcf.so.1.1.0" | awk 'NF >= 2 && $(NF-1) ~ /^MBCF_/ { print $NF "@" $(NF-1) }' |
+	LC_ALL=C sort >"$work/symbols.lib"
+expect_list "libmbcf1 symbols file against the library's exports" "$work/symbols.lib" "$work/symbols.deb"
+expect_eq "libmbcf1 symbols file header" "libmbcf.so.1 libmbcf1 #MINVER#" \
+	"$(head -n 1 "$work/provider.ctl/symbols")"
+expect_eq "libmbcf1 shlibs" "libmbcf 1 libmbcf1 (>= $version)" "$(cat "$work/provider.ctl/shlibs")"
+expect_eq "libmbcf1 triggers" "activate-noawait ldconfig" "$(grep -v '^#' "$work/provider.ctl/triggers")"
+
+# --- libmbcf-dev: header, .so link, pkg-config file, mbcfdv.3 -------------------
+deb_list "$dev_deb" >"$work/dev.list"
+with_parents >"$work/dev.want" <<EOF
+./usr/include/infiniband/mbcfdv.h
+./usr/lib/$multiarch/libmbcf.so
+./usr/lib/$multiarch/pkgconfig/libmbcf.pc
+./usr/share/doc/libmbcf-dev/changelog.gz
+./usr/share/doc/libmbcf-dev/copyright
+./usr/share/man/man3/mbcfdv.3.gz
+EOF
+expect_list "libmbcf-dev files" "$work/dev.want" "$work/dev.list"
+dpkg-deb -x "$dev_deb" "$work/dev"
+expect_eq "libmbcf.so link" libmbcf.so.1 "$(readlink "$work/dev/usr/lib/$multiarch/libmbcf.so")"
+cmp -s "$src/provider/infiniband/mbcfdv.h" "$work/dev/usr/include/infiniband/mbcfdv.h" &&
+	ok "usr/include/infiniband/mbcfdv.h is provider/infiniband/mbcfdv.h" ||
+	fail "usr/include/infiniband/mbcfdv.h is not provider/infiniband/mbcfdv.h"
+pc() { PKG_CONFIG_PATH=$work/dev/usr/lib/$multiarch/pkgconfig pkg-config "$@" libmbcf; }
+expect_eq "libmbcf.pc --modversion" "$version" "$(pc --modversion)"
+expect_eq "libmbcf.pc --libs" "-lmbcf -libverbs" "$(pc --libs | xargs)"
+expect_eq "libmbcf.pc libdir" "/usr/lib/$multiarch" "$(pc --variable=libdir)"
+expect_eq "libmbcf.pc includedir" /usr/include "$(pc --variable=includedir)"
 if [ -n "$dlopen_check" ]; then
 	if out=$("$dlopen_check" "$so" 2>&1); then
 		ok "packaged provider loads with dlopen(RTLD_NOW) after libibverbs"

@@ -2,28 +2,32 @@
 # Guest test vm.package: the Debian packages are the only source of mbcf.
 # The guest boots with nothing of the build installed (run.sh --no-install
 # --no-topology); it has the host's kernel headers and dkms.
-#   1. dpkg -i both packages: DKMS builds and installs the module here (and
-#      tries every installed kernel: a second one without headers is
+#   1. dpkg -i the three packages: DKMS builds and installs the module here
+#      (and tries every installed kernel: a second one without headers is
 #      skipped); exactly the expected files appear;
 #   2. modprobe mbcf, rdma link add (lib.sh's topology), ibv_devices lists
-#      mbcf0, a perftest run and ibv_rc_pingpong -c pass; versions agree;
-#   3. dpkg -r both: the provider first (ibv_devices no longer loads it while
-#      mbcf0 still exists), then the module: gone, nothing left behind but
+#      mbcf0, a perftest run and ibv_rc_pingpong -c pass; versions agree; a
+#      program built with `pkg-config --cflags --libs libmbcf` makes a FIFO
+#      on mbcf0, binds the packaged libmbcf.so.1 and maps it once (the
+#      provider libibverbs loads is the same file);
+#   3. dpkg -r all: the libraries first (ibv_devices no longer loads the
+#      provider while mbcf0 still exists), then the module: gone, nothing left behind but
 #      the conffile /etc/libibverbs.d/mbcf.driver, which Debian keeps until
 #      purge; 4. dpkg -P: not even that.
 # "Nothing left behind" is read off the overlay's upper dir, which records
 # every path the guest added to or removed from the host's root under
 # /usr/lib (= /lib), /etc/libibverbs.d, /usr/src and /var/lib/dkms.
 #   tests/vm/run.sh --no-install --no-topology tests/pkg/guest-package.sh \
-#       VERSION MBCF_DKMS_DEB LIBMBCF_DEB
+#       VERSION MBCF_DKMS_DEB LIBMBCF_DEB LIBMBCF_DEV_DEB
 set -u
 # shellcheck source=../vm/lib.sh
 . "$MBCF_VM_LIB"
 
-[ $# = 3 ] || vm_die "usage: guest-package.sh VERSION MBCF_DKMS_DEB LIBMBCF_DEB"
+[ $# = 4 ] || vm_die "usage: guest-package.sh VERSION MBCF_DKMS_DEB LIBMBCF_DEB LIBMBCF_DEV_DEB"
 version=$1
 dkms_deb=$2
 provider_deb=$3
+dev_deb=$4
 kver=$(uname -r)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 export DEBIAN_FRONTEND=noninteractive
@@ -91,7 +95,8 @@ nkept=$(find /run/kmods -name '*.ko*' | wc -l)
 mount --bind /run/kmods "$kmods" || vm_die "bind mount over $kmods"
 vm_log "modules visible to depmod: $nkept (of $(wc -l <"/lib/modules/$kver/modules.dep"))"
 
-[ "$(status_of mbcf-dkms)$(status_of libmbcf1)" = "" ] || vm_die "mbcf packages already installed"
+[ "$(status_of mbcf-dkms)$(status_of libmbcf1)$(status_of libmbcf-dev)" = "" ] ||
+	vm_die "mbcf packages already installed"
 # On another stock kernel (VM_EXTRA_KERNEL) the rig's kernel dir brings the
 # build's mbcf.ko in extra/ (tests/vm/kernel-dir.sh), in the overlay: this
 # test starts from a kernel without it.
@@ -107,9 +112,9 @@ changes >"$work/before"
 vm_log "changes before install: $(grep -c . "$work/before")"
 
 # --- 1. install -------------------------------------------------------------
-vm_phase "dpkg -i $(basename "$dkms_deb") $(basename "$provider_deb")"
+vm_phase "dpkg -i $(basename "$dkms_deb") $(basename "$provider_deb") $(basename "$dev_deb")"
 t0=$EPOCHREALTIME
-dpkg -i "$dkms_deb" "$provider_deb" >"$work/dpkg-i.log" 2>&1
+dpkg -i "$dkms_deb" "$provider_deb" "$dev_deb" >"$work/dpkg-i.log" 2>&1
 rc=$?
 t_install=$(vm_elapsed_since "$t0")
 sed 's/^/  dpkg| /' "$work/dpkg-i.log" | grep -v 'Reading database'
@@ -117,7 +122,7 @@ sed 's/^/  dpkg| /' "$work/dpkg-i.log" | grep -v 'Reading database'
 make_log=/var/lib/dkms/mbcf/$version/$kver/$(uname -m)/log/make.log
 if [ -f "$make_log" ]; then
 	t_build=$(($(stat -c %Y "$make_log") - $(date -d "$(sed -n 2p "$make_log")" +%s)))
-	vm_log "DKMS build of mbcf.ko under TCG: ${t_build} s (make.log); dpkg -i of both packages: $t_install s"
+	vm_log "DKMS build of mbcf.ko under TCG: ${t_build} s (make.log); dpkg -i of the packages: $t_install s"
 fi
 assert_eq 0 "$rc" "dpkg -i status" || {
 	tail -n 30 "$make_log" /var/lib/dkms/mbcf/"$version"/build/make.log 2>/dev/null
@@ -127,8 +132,9 @@ check assert_eq 1 "$(grep -c "^Module build for kernel $other_kver was skipped s
 	"postinst tried the other installed kernel, $other_kver (no headers: skipped)"
 check assert_eq "ii" "$(status_of mbcf-dkms)" "mbcf-dkms status"
 check assert_eq "ii" "$(status_of libmbcf1)" "libmbcf1 status"
-check assert_eq "$version $version" \
-	"$(dpkg-query -W -f '${Version} ' mbcf-dkms libmbcf1 | xargs)" "installed versions"
+check assert_eq "ii" "$(status_of libmbcf-dev)" "libmbcf-dev status"
+check assert_eq "$version $version $version" \
+	"$(dpkg-query -W -f '${Version} ' mbcf-dkms libmbcf1 libmbcf-dev | xargs)" "installed versions"
 # DKMS builds for every installed kernel with headers (the host's 6.1 and
 # 6.12 both have them), each module compressed as that kernel's own are
 # (6.12: xz), which DKMS reads from its modules.dep.
@@ -161,12 +167,16 @@ check assert_eq "$version" "$(modinfo -F version mbcf)" "modinfo -F version mbcf
 	done
 	echo "A /usr/lib/systemd/system/mbcf-links.service"
 	echo "A /usr/lib/$multiarch/libibverbs/libmbcf-rdmav34.so"
+	echo "A /usr/lib/$multiarch/libmbcf.so.1"
+	echo "A /usr/lib/$multiarch/libmbcf.so.1.1.0"
+	echo "A /usr/lib/$multiarch/libmbcf.so"
+	echo "A /usr/lib/$multiarch/pkgconfig/libmbcf.pc"
 	echo "A /etc/libibverbs.d/mbcf.driver"
 	dpkg -L mbcf-dkms | grep "^/usr/src/mbcf-$version" | sed 's/^/A /'
 } | LC_ALL=C sort >"$work/want"
 changes | grep -v '^A /var/lib/dkms' >"$work/now"
 if diff -u "$work/want" "$work/now" >"$work/diff"; then
-	echo "ok: installed exactly the module, the provider, mbcf.driver and /usr/src/mbcf-$version ($(grep -c . "$work/now") changes)"
+	echo "ok: installed exactly the module, libmbcf.so.1 and its provider and .so links, libmbcf.pc, mbcf.driver and /usr/src/mbcf-$version ($(grep -c . "$work/now") changes)"
 else
 	failed=$((failed + 1))
 	echo "FAIL: files after dpkg -i differ (- expected, + found):"
@@ -213,10 +223,77 @@ wait "$spid" || rc=1
 check assert_eq "0 1" "$rc $(grep -c '^50 iters in ' <<<"$out")" \
 	"ibv_rc_pingpong -c 4096 B (status, result lines)"
 
-# --- 3. remove: the provider first, while mbcf0 and mbcf1 still exist ----------
-vm_phase "dpkg -r libmbcf1"
-dpkg -r libmbcf1 >"$work/dpkg-r.log" 2>&1
-check assert_eq "0 rc" "$? $(status_of libmbcf1)" "dpkg -r libmbcf1 (status, package state)"
+# A program of the direct verbs, built as its users build theirs (libmbcf-dev:
+# pkg-config), binds the packaged libmbcf.so.1 (Debian 12 has merged /usr:
+# ldconfig's cache may name it under /lib) and finds it mapped once: the
+# provider libibverbs opened through libibverbs/libmbcf-rdmav34.so is that
+# same file.
+cat >"$work/dv.c" <<'EOF'
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/mbcfdv.h>
+
+int main(void)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	struct mbcfdv_fifo *f;
+	struct ibv_pd *pd;
+	char line[512];
+	void *mem;
+	FILE *m;
+
+	for (int i = 0; l && l[i] && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), "mbcf0"))
+			ctx = ibv_open_device(l[i]);
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)) || posix_memalign(&mem, 64, 128 + 4096))
+		return 1;
+	f = mbcfdv_create_fifo(pd, mem, 128 + 4096, MBCFDV_FIFO_SIGNAL);
+	if (!f || mbcfdv_fifo_event_fd(f) < 0) {
+		printf("mbcfdv_create_fifo: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("fifo size %u\n", f->size);
+	m = fopen("/proc/self/maps", "r");
+	while (m && fgets(line, sizeof(line), m))
+		if (strstr(line, "libmbcf"))
+			printf("maps %s", strchr(line, '/'));
+	return mbcfdv_destroy_fifo(f) || ibv_dealloc_pd(pd) || ibv_close_device(ctx);
+}
+EOF
+# shellcheck disable=SC2046 # pkg-config's words
+cc -o "$work/dv" "$work/dv.c" $(pkg-config --cflags --libs libmbcf) 2>&1
+check assert_eq "-lmbcf -libverbs" "$(pkg-config --libs libmbcf | xargs)" "pkg-config --libs libmbcf"
+lib=$(ldd "$work/dv" | awk '$1 == "libmbcf.so.1" { print $3 }')
+case $lib in
+"/usr/lib/$multiarch/libmbcf.so.1" | "/lib/$multiarch/libmbcf.so.1")
+	echo "ok: the program binds $lib" ;;
+*)
+	failed=$((failed + 1))
+	echo "FAIL: the program binds libmbcf.so.1 at '$lib', not /usr/lib/$multiarch (or /lib/$multiarch)" ;;
+esac
+out=$("$work/dv" 2>&1)
+rc=$?
+printf '%s\n' "$out" | sed 's/^/  dv| /'
+check assert_eq "0 fifo size 4096" "$rc $(grep '^fifo ' <<<"$out")" "mbcfdv program on mbcf0 (status, FIFO)"
+maps=$(sed -n 's/^maps //p' <<<"$out" | LC_ALL=C sort -u | xargs)
+case $maps in
+"/usr/lib/$multiarch/libmbcf.so.1.1.0" | "/lib/$multiarch/libmbcf.so.1.1.0")
+	echo "ok: one libmbcf mapped: $maps" ;;
+*)
+	failed=$((failed + 1))
+	echo "FAIL: libmbcf files mapped: '$maps', expected libmbcf.so.1.1.0 once" ;;
+esac
+
+# --- 3. remove: the libraries first, while mbcf0 and mbcf1 still exist ----------
+vm_phase "dpkg -r libmbcf-dev libmbcf1"
+dpkg -r libmbcf-dev libmbcf1 >"$work/dpkg-r.log" 2>&1
+# libmbcf1 keeps its conffile (mbcf.driver) until purge; libmbcf-dev has
+# none, so it is gone at once.
+check assert_eq "0 rc " "$? $(status_of libmbcf1) $(status_of libmbcf-dev)" \
+	"dpkg -r libmbcf-dev libmbcf1 (status, package states: libmbcf1 config-files, libmbcf-dev gone)"
 check assert_eq "rxe0" "$(devices)" "ibv_devices without the provider"
 check assert_match "couldn't load driver 'libmbcf-rdmav34.so'" "$(cat "$work/ibv.err")" \
 	"libibverbs' warning (mbcf.driver is a conffile, kept until purge)"
@@ -247,9 +324,10 @@ else
 fi
 
 # --- 4. purge -------------------------------------------------------------------
-vm_phase "dpkg -P libmbcf1 mbcf-dkms"
-dpkg -P libmbcf1 mbcf-dkms >"$work/dpkg-p.log" 2>&1
-check assert_eq "0 " "$? $(status_of libmbcf1)$(status_of mbcf-dkms)" "dpkg -P (status, package states)"
+vm_phase "dpkg -P libmbcf-dev libmbcf1 mbcf-dkms"
+dpkg -P libmbcf-dev libmbcf1 mbcf-dkms >"$work/dpkg-p.log" 2>&1
+check assert_eq "0 " "$? $(status_of libmbcf-dev)$(status_of libmbcf1)$(status_of mbcf-dkms)" \
+	"dpkg -P (status, package states)"
 {
 	cat "$work/before"
 	dkms_key

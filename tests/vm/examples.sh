@@ -1,7 +1,8 @@
 #!/bin/bash
 # Guest test: the example programs (examples/) between mbcf0 (server,
 # initial namespace) and mbcf1 (clients in ns1), on one device (loopback:
-# server and clients all on mbcf0) and mixed.  Each program checks its own
+# server and clients all on mbcf0) and mixed; fifo_queue and fifo_rpc use
+# the direct verbs (libmbcf.so.1 of the build tree).  Each program checks its own
 # results; this script asserts their exit codes and the exact final values
 # they print, that every QP, MR and PD is gone afterwards, and a clean
 # kernel log.
@@ -16,7 +17,7 @@ check() { "$@" || failed=$((failed + 1)); }
 ex=${MBCF_BUILD:-}/examples
 vm_have_mbcf || vm_die "mbcf module is not installed in the guest"
 [ "${VM_MBCF:-0}" = 1 ] || vm_die "topology did not create mbcf0/mbcf1"
-for p in write_pingpong atomic_counter cas_lock; do
+for p in write_pingpong atomic_counter cas_lock fifo_queue fifo_rpc; do
 	[ -x "$ex/$p" ] || vm_die "no example program at $ex/$p"
 done
 check vm_wait_port mbcf0 10
@@ -153,6 +154,83 @@ lock() {
 check lock cl_ns1_3 30 ns1 ns1 ns1
 check lock cl_loop_2 30 loop loop
 check lock cl_mixed_3 30 ns1 loop ns1
+
+# ids CASE PREFIX WHAT N: the ids the N processes PREFIX0.. printed on their
+# WHAT line ("prog: PREFIX ID: ..."), sorted; the server hands out 0..N-1.
+ids() {
+	local c
+	for ((c = 0; c < $4; c++)); do
+		line "$2$c" "$3" | awk '{ sub(/:$/, "", $3); print $3 }'
+	done | sort -n | xargs
+}
+
+# --- fifo_queue (direct verbs: the memory-based FIFO) ----------------------------
+# queue CASE K AREA PRODUCER...: each PRODUCER is "ns1" (mbcf1) or "loop"
+# (mbcf0); AREA: the FIFO's record area, far below the K records each
+# producer pushes (16-64 bytes each), so full FIFOs stop the producers.
+queue() {
+	local name=$1 k=$2 area=$3 c=0 where total s0 g0
+	shift 3
+	total=$(($# * k))
+	s0=$(vm_dev_ctr mbcf0 stop_tx) g0=$(vm_dev_ctr mbcf0 go_tx)
+	case_begin "$name"
+	spawn consumer fifo_queue -d mbcf0 -p 18518 -c $# -s "$area"
+	for where; do
+		if [ "$where" = ns1 ]; then
+			spawn "producer$c" in_ns1 fifo_queue -d mbcf1 -p 18518 -n "$k" "$VM_IP0"
+		else
+			spawn "producer$c" fifo_queue -d mbcf0 -p 18518 -n "$k" 127.0.0.1
+		fi
+		c=$((c + 1))
+	done
+	case_end || return 1
+	vm_log "$name: mbcf0 stop_tx +$(($(vm_dev_ctr mbcf0 stop_tx) - s0)), go_tx +$(($(vm_dev_ctr mbcf0 go_tx) - g0))"
+	assert_eq "fifo_queue: consumer: $total records from $# producers, each exactly once, in order per producer" \
+		"$(line consumer 'records from')" "$name: consumer" || return 1
+	for ((c = 0; c < $#; c++)); do
+		assert_match "^fifo_queue: producer [0-9]+: $k records pushed, every push completed$" \
+			"$(line "producer$c" 'records pushed')" "$name: producer$c" || return 1
+	done
+	assert_eq "$(seq -s ' ' 0 $(($# - 1)))" "$(ids "$name" producer 'records pushed' $#)" \
+		"$name: producer numbers"
+}
+check queue fq_ns1_3 300 4096 ns1 ns1 ns1
+check queue fq_mixed_3 200 1024 ns1 loop ns1
+check queue fq_loop_1 500 256 loop
+
+# --- fifo_rpc (direct verbs: the memory-based signal) ------------------------------
+# rpc CASE K CLIENT...: as above; the server sleeps in epoll on its FIFO's
+# eventfd, each client in poll on its own.
+rpc() {
+	local name=$1 k=$2 c=0 where total wake
+	shift 2
+	total=$(($# * k))
+	case_begin "$name"
+	spawn server fifo_rpc -d mbcf0 -p 18519 -c $#
+	for where; do
+		if [ "$where" = ns1 ]; then
+			spawn "client$c" in_ns1 fifo_rpc -d mbcf1 -p 18519 -n "$k" "$VM_IP0"
+		else
+			spawn "client$c" fifo_rpc -d mbcf0 -p 18519 -n "$k" 127.0.0.1
+		fi
+		c=$((c + 1))
+	done
+	case_end || return 1
+	assert_eq "fifo_rpc: server: $total calls from $# clients answered, each exactly once, in order" \
+		"$(line server 'answered')" "$name: server" || return 1
+	# at least one wake-up, at most one per call (SIGNAL_EMPTY: one per burst)
+	wake=$(line server 'wake-ups' | awk '{ print $3 }')
+	assert_match '^[1-9][0-9]*$' "$wake" "$name: server wake-ups" || return 1
+	assert_cmd test "$wake" -le "$total" || return 1
+	for ((c = 0; c < $#; c++)); do
+		assert_match "^fifo_rpc: client [0-9]+: $k calls, every reply checked$" \
+			"$(line "client$c" 'every reply')" "$name: client$c" || return 1
+	done
+	assert_eq "$(seq -s ' ' 0 $(($# - 1)))" "$(ids "$name" client 'every reply' $#)" \
+		"$name: client numbers"
+}
+check rpc rpc_ns1_2 200 ns1 ns1
+check rpc rpc_mixed_3 100 ns1 loop ns1
 
 # --- everything was torn down ------------------------------------------------------
 for t in qp cq mr pd ctx; do

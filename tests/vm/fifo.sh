@@ -19,6 +19,10 @@ vm_require_mbcf
 prog=$(vm_test_prog mbcf_fifo_test "${1:-}") || exit 1
 shift
 cases=${*:-order badkey rdma reg toobig fullerr scribble destroy midpush signal sigempty sigflags}
+# linked with -lmbcf: libmbcf.so.1 of the build tree (its RUNPATH), the
+# file the provider link there names too
+check assert_eq "$MBCF_BUILD/provider/libmbcf.so.1" \
+	"$(ldd "$prog" | awk '$1 == "libmbcf.so.1" { print $3 }')" "libmbcf.so.1 of fifo_test"
 pins0=$(vm_pins_held)
 vm_log "pinned pages at start: $pins0"
 stop0=$(vm_dev_ctr mbcf0 stop_tx) go0=$(vm_dev_ctr mbcf0 go_tx)

@@ -26,6 +26,28 @@ fail_setup() {
 	poweroff_now
 }
 
+# vm_ldconfig_needed ROOT: the first file the install put under ROOT that the
+# dynamic loader finds only after ldconfig, if any: a config snippet, or a
+# library outside the directories ld.so searches even without a cache entry
+# (/lib, /usr/lib and their multiarch directories; ld.so --list-diagnostics:
+# system_dirs).  A library there, its SONAME link made by the install
+# (libmbcf.so.1), needs none; providers are dlopen()ed by path.
+vm_ldconfig_needed() {
+	local f d
+	find "$1" \( -name '*.so' -o -name '*.so.[0-9]*' -o -path '*/ld.so.conf.d/*' \) \
+		\( -type f -o -type l \) -print 2>/dev/null | while IFS= read -r f; do
+		d=${f#"$1"}
+		d=${d%/*}
+		case $d in
+		*/libibverbs | /lib | /usr/lib) continue ;;
+		/lib/*/* | /usr/lib/*/*) ;;
+		/lib/*-linux-gnu | /usr/lib/*-linux-gnu) continue ;;
+		esac
+		echo "$f"
+		break
+	done
+}
+
 # initramfs-init mounted /proc /sys /dev /dev/pts /dev/shm /tmp /run.
 [ -r /proc/uptime ] || fail_setup "no /proc"
 
@@ -61,10 +83,9 @@ if [ -n "$MBCF_BUILD" ]; then
 	vm_phase "cmake --install done"
 	upper=/run/overlay/upper
 	# ldconfig reads every library over 9p (~5 s under TCG): only when needed.
-	if [ -n "$(find "$upper" \( \( -name '*.so' -o -name '*.so.[0-9]*' \) \
-		! -path '*/libibverbs/*' -o -path '*/ld.so.conf.d/*' \) -print -quit 2>/dev/null)" ]; then
-		vm_log "ldconfig for: $(find "$upper" \( \( -name '*.so' -o -name '*.so.[0-9]*' \) \
-			! -path '*/libibverbs/*' -o -path '*/ld.so.conf.d/*' \) -print -quit)"
+	need=$(vm_ldconfig_needed "$upper")
+	if [ -n "$need" ]; then
+		vm_log "ldconfig for: $need"
 		ldconfig
 		vm_phase "ldconfig done"
 	fi

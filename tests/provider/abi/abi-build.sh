@@ -12,7 +12,8 @@
 #     sanitizers) and runs that test, on that release's libibverbs;
 #   - the rdma-core release used is VERSION (or one of "A|B"), its private
 #     ABI PABI;
-#   - the provider is libmbcf-rdmav<PABI>.so and needs the symbol version
+#   - the provider is libmbcf-rdmav<PABI>.so, a link to libmbcf.so.1, and
+#     needs the symbol version
 #     IBVERBS_PRIVATE_<PABI> and no other private one;
 #   - it loads (dlopen, RTLD_NOW) into that release's libibverbs: the
 #     installed one when the ABIs agree, else rdma-core's own IN_PLACE build
@@ -65,6 +66,7 @@ grep -q '100% tests passed, 0 tests failed out of 1$' <<<"$out" ||
 echo "provider.fastpath passed against rdma-core $got_ver"
 lib=$build/provider/lib$target.so
 [ -f "$lib" ] || fail "$lib not built"
+[ "$(readlink "$lib")" = libmbcf.so.1 ] || fail "$lib is not a link to libmbcf.so.1"
 
 # The private symbol versions the provider needs: exactly one, ours.
 vers=$(objdump -p "$lib" | awk '/^Version References:/ { r = 1; next } /^$/ { r = 0 }

@@ -38,13 +38,11 @@
  *             FIFO without a signal -1/EINVAL; the kernel's checks of the
  *             eventfd field (raw REG_MR): EBADF, EINVAL, old layout works
  *
- * The mbcfdv functions are resolved (version MBCF_1.0, the signal's
- * MBCF_1.1) in the provider
- * libibverbs loaded for the device, as a program linked to it would bind.
+ * Linked with -lmbcf (libmbcf.so.1: the mbcfdv functions at version
+ * MBCF_1.0, the signal's at MBCF_1.1), as any program using them is.
  *   mbcf_fifo_test [-a SENDER_DEV] [-b OWNER_DEV] [-s SEED] [CASE...]
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -66,58 +64,6 @@
 
 static const char *dev_a = "mbcf1", *dev_b = "mbcf0";
 static uint64_t rng;
-
-static struct {
-	struct mbcfdv_fifo *(*create)(struct ibv_pd *, void *, size_t, uint32_t);
-	int (*destroy)(struct mbcfdv_fifo *);
-	int (*pop)(struct mbcfdv_fifo *, void *, uint32_t, uint32_t *, uint32_t *);
-	int (*doorbell)(struct mbcfdv_fifo *);
-	void (*push)(struct ibv_qp_ex *, uint32_t);
-	int (*event_fd)(struct mbcfdv_fifo *);
-	int (*dispatch)(struct mbcfdv_fifo *,
-			void (*)(void *, const void *, uint32_t, uint32_t),
-			void *, void *, uint32_t, unsigned);
-} dv;
-
-/* The provider libibverbs loaded (a device is open): its MBCF_1.0 symbols. */
-static void dv_load(void)
-{
-	char line[512], *path = NULL;
-	FILE *f = fopen("/proc/self/maps", "r");
-	void *h;
-
-	if (!f)
-		vp_die_errno("/proc/self/maps");
-	while (!path && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "/");
-
-		if (p && strstr(p, "libmbcf-rdmav")) {
-			p[strcspn(p, "\n")] = 0;
-			path = strdup(p);
-		}
-	}
-	fclose(f);
-	if (!path)
-		vp_die("setup: no mbcf provider mapped");
-	h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	if (!h)
-		vp_die("setup: dlopen %s: %s", path, dlerror());
-#define DV(field, name, ver)						\
-	do {								\
-		*(void **)&dv.field = dlvsym(h, name, ver);		\
-		if (!dv.field)						\
-			vp_die("setup: %s@%s not in %s", name, ver, path); \
-	} while (0)
-	DV(create, "mbcfdv_create_fifo", "MBCF_1.0");
-	DV(destroy, "mbcfdv_destroy_fifo", "MBCF_1.0");
-	DV(pop, "mbcfdv_fifo_pop", "MBCF_1.0");
-	DV(doorbell, "mbcfdv_fifo_doorbell", "MBCF_1.0");
-	DV(push, "mbcfdv_wr_fifo_push", "MBCF_1.0");
-	DV(event_fd, "mbcfdv_fifo_event_fd", "MBCF_1.1");
-	DV(dispatch, "mbcfdv_fifo_dispatch", "MBCF_1.1");
-	printf("mbcfdv: MBCF_1.0 and MBCF_1.1 symbols from %s\n", path);
-	free(path);
-}
 
 static struct vp_dev A, B;	/* senders, owner */
 
@@ -194,7 +140,7 @@ static int push(struct pair *p, uint32_t fkey, uint32_t lkey, const void *addr,
 	ibv_wr_start(p->qx);
 	p->qx->wr_id = wr_id;
 	p->qx->wr_flags = IBV_SEND_SIGNALED;
-	dv.push(p->qx, fkey);
+	mbcfdv_wr_fifo_push(p->qx, fkey);
 	ibv_wr_set_sge(p->qx, lkey, (uintptr_t)addr, len);
 	return ibv_wr_complete(p->qx);
 }
@@ -256,13 +202,13 @@ static int gfifo_new(struct gfifo *q, struct ibv_pd *pd, uint32_t size,
 		     uint32_t flags)
 {
 	q->g = vp_gbuf_new(pd, MBCFDV_FIFO_CTRL_LEN + size, 64, -1);
-	q->f = dv.create(pd, q->g.p, MBCFDV_FIFO_CTRL_LEN + size, flags);
+	q->f = mbcfdv_create_fifo(pd, q->g.p, MBCFDV_FIFO_CTRL_LEN + size, flags);
 	return q->f ? 0 : errno;
 }
 
 static void gfifo_free(struct gfifo *q, const char *what)
 {
-	if (q->f && dv.destroy(q->f))
+	if (q->f && mbcfdv_destroy_fifo(q->f))
 		vc_fail("mbcfdv_destroy_fifo: %s", strerror(errno));
 	vp_gbuf_check_guards(&q->g, 64, what);
 	vp_gbuf_free(&q->g);
@@ -347,7 +293,7 @@ static void case_order(void)
 	/* phase 2: consume while the senders keep posting */
 	t_end = vp_now() + 120 * vp_time_scale();
 	while (got < NSEND * NREC && vp_now() < t_end && !vc_fails()) {
-		err = dv.pop(q.f, buf, sizeof(buf), &len, &qpn);
+		err = mbcfdv_fifo_pop(q.f, buf, sizeof(buf), &len, &qpn);
 		if (err == 0) {
 			struct rec_hdr h;
 
@@ -401,7 +347,7 @@ static void case_order(void)
 			vc_fail("sender %u: %u completions, %u records in order",
 				s, done[s], next[s]);
 	}
-	if (dv.pop(q.f, buf, sizeof(buf), &len, &qpn) != EAGAIN)
+	if (mbcfdv_fifo_pop(q.f, buf, sizeof(buf), &len, &qpn) != EAGAIN)
 		vc_fail("a record more than was pushed");
 	vc_note("%u records, tail %llu", got,
 		(unsigned long long)*ctl64(&q, 0));
@@ -494,13 +440,13 @@ static void case_rdma(void)
 	/* the provider's checks (the kernel's: case reg) */
 	al = aligned_alloc(4096, 8192);
 	errno = 0;
-	if (dv.create(B.pd, (uint8_t *)al + 8, 128 + 1024, 0) || errno != EINVAL)
+	if (mbcfdv_create_fifo(B.pd, (uint8_t *)al + 8, 128 + 1024, 0) || errno != EINVAL)
 		vc_fail("misaligned FIFO: %s", strerror(errno));
-	if (dv.create(B.pd, al, 128 + 1000, 0) || errno != EINVAL)
+	if (mbcfdv_create_fifo(B.pd, al, 128 + 1000, 0) || errno != EINVAL)
 		vc_fail("size not a power of two: %s", strerror(errno));
-	if (dv.create(B.pd, al, 128 + 32, 0) || errno != EINVAL)
+	if (mbcfdv_create_fifo(B.pd, al, 128 + 32, 0) || errno != EINVAL)
 		vc_fail("size below 64: %s", strerror(errno));
-	if (dv.create(B.pd, al, 128 + 1024, 0x80) || errno != EINVAL)
+	if (mbcfdv_create_fifo(B.pd, al, 128 + 1024, 0x80) || errno != EINVAL)
 		vc_fail("unknown flag: %s", strerror(errno));
 	/* a plain MR still registers (no driver data) */
 	mr = ibv_reg_mr(B.pd, al, 8192, IBV_ACCESS_LOCAL_WRITE);
@@ -716,7 +662,7 @@ static void case_scribble(void)
 		if (*ctl64(&q, 0) != big + 1000 + 24 + 48)
 			vc_fail("tail %#llx", (unsigned long long)*ctl64(&q, 0));
 		q.f->head = big + 1000;
-		if (dv.pop(q.f, buf, sizeof(buf), &len, NULL) || len != 40 ||
+		if (mbcfdv_fifo_pop(q.f, buf, sizeof(buf), &len, NULL) || len != 40 ||
 		    memcmp(buf, src.p, 40))
 			vc_fail("record after the wrap: len %u", len);
 	}
@@ -743,7 +689,7 @@ static void case_destroy(void)
 	/* destroy at once: pushes are on the wire or in the receive path on
 	 * the other CPU (how many got in first is the scheduler's) */
 	key = q.f->key;
-	if (dv.destroy(q.f))
+	if (mbcfdv_destroy_fifo(q.f))
 		vc_fail("destroy while pushed to: %s", strerror(errno));
 	q.f = NULL;
 	/* and the sender goes on pushing to the key */
@@ -926,7 +872,7 @@ static void case_midpush(void)
 	tail0 = __atomic_load_n(ctl64(&q, 0), __ATOMIC_ACQUIRE);
 	t_dest = vp_now();
 	atomic_store(&mp_t_destroy, t_dest);
-	rc = dv.destroy(q.f);
+	rc = mbcfdv_destroy_fifo(q.f);
 	tail1 = __atomic_load_n(ctl64(&q, 0), __ATOMIC_ACQUIRE);
 	if (rc)
 		vc_fail("destroy while pushed to: %d (%s)", rc, strerror(errno));
@@ -1041,7 +987,7 @@ static void sig_pop(struct gfifo *q, uint32_t seq)
 {
 	uint8_t buf[128];
 	uint32_t len = 0;
-	int err = dv.pop(q->f, buf, sizeof(buf), &len, NULL);
+	int err = mbcfdv_fifo_pop(q->f, buf, sizeof(buf), &len, NULL);
 
 	if (err)
 		vc_fail("pop %u: %s", seq, strerror(err));
@@ -1082,7 +1028,7 @@ static void case_signal(void)
 		vc_fail("mbcfdv_create_fifo(SIGNAL): %s", strerror(errno));
 		return;
 	}
-	fd = dv.event_fd(q.f);
+	fd = mbcfdv_fifo_event_fd(q.f);
 	if (fd < 0 || fd != q.f->event_fd) {
 		vc_fail("event_fd %d (field %d): %s", fd, q.f->event_fd,
 			strerror(errno));
@@ -1164,7 +1110,7 @@ static void case_sigempty(void)
 		vc_fail("mbcfdv_create_fifo(SIGNAL_EMPTY): %s", strerror(errno));
 		return;
 	}
-	fd = dv.event_fd(q.f);
+	fd = mbcfdv_fifo_event_fd(q.f);
 	if (fd < 0) {
 		vc_fail("event_fd: %s", strerror(errno));
 		gfifo_free(&q, "sigempty");
@@ -1190,12 +1136,12 @@ static void case_sigempty(void)
 	if (eventfd_write(fd, 2))	/* stand in for a pending count */
 		vc_fail("eventfd_write: %s", strerror(errno));
 	d.next = 6;
-	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 64);
+	n = mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 64);
 	if (n != 4 || d.calls != 4 || d.next != seq || d.bad)
 		vc_fail("dispatch: %d, %u calls, next %u (expected 4, 4, %u)",
 			n, d.calls, d.next, seq);
 	expect_count(fd, 0, "after dispatch");
-	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 64);
+	n = mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 64);
 	if (n != 0 || d.calls != 4)
 		vc_fail("dispatch of an empty FIFO: %d, %u calls", n, d.calls);
 
@@ -1205,28 +1151,28 @@ static void case_sigempty(void)
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 	if (poll(&pfd, 1, 0) != 1 || pfd.revents != POLLIN)
 		vc_fail("5 pushes into the empty FIFO: not readable");
-	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 3);
+	n = mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 3);
 	if (n != 3 || d.calls != 7 || d.bad)
 		vc_fail("dispatch max 3: %d, %u calls", n, d.calls);
 	pfd.revents = 0;
 	if (poll(&pfd, 1, 0) != 1 || pfd.revents != POLLIN)
 		vc_fail("dispatch stopped at max: eventfd not readable again");
-	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 3);
+	n = mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 3);
 	if (n != 2 || d.calls != 9 || d.next != seq || d.bad)
 		vc_fail("dispatch of the rest: %d, %u calls, next %u/%u", n,
 			d.calls, d.next, seq);
 	expect_count(fd, 0, "all dispatched");
 	/* too small a buffer: the record stays, -EMSGSIZE */
 	sig_push(&p, &q, &src, seq++);
-	n = dv.dispatch(q.f, disp_handler, &d, buf, 8, 4);
+	n = mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, 8, 4);
 	if (n != -EMSGSIZE || d.calls != 9)
 		vc_fail("dispatch into 8 bytes: %d (expected %d), %u calls", n,
 			-EMSGSIZE, d.calls);
-	n = dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 4);
+	n = mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 4);
 	if (n != 1 || d.calls != 10 || d.next != seq || d.bad)
 		vc_fail("dispatch after EMSGSIZE: %d, %u calls", n, d.calls);
-	if (dv.dispatch(q.f, NULL, &d, buf, sizeof(buf), 4) != -EINVAL ||
-	    dv.dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 0) != -EINVAL)
+	if (mbcfdv_fifo_dispatch(q.f, NULL, &d, buf, sizeof(buf), 4) != -EINVAL ||
+	    mbcfdv_fifo_dispatch(q.f, disp_handler, &d, buf, sizeof(buf), 0) != -EINVAL)
 		vc_fail("dispatch without a handler or with max 0: not -EINVAL");
 	vc_note("dispatch: %u records in order", d.calls);
 	pair_free(&p);
@@ -1248,35 +1194,35 @@ static void case_sigflags(void)
 	if (efd < 0 || nul < 0)
 		vp_die_errno("eventfd / /dev/null");
 	errno = 0;
-	f = dv.create(B.pd, m, 128 + 1024,
+	f = mbcfdv_create_fifo(B.pd, m, 128 + 1024,
 		      MBCFDV_FIFO_SIGNAL | MBCFDV_FIFO_SIGNAL_EMPTY);
 	if (f || errno != EINVAL)
 		vc_fail("SIGNAL|SIGNAL_EMPTY: %s, expected EINVAL",
 			f ? "created" : strerror(errno));
 	errno = 0;
-	f = dv.create(B.pd, m, 128 + 1024, MBCFDV_FIFO_SIGNAL | 0x8);
+	f = mbcfdv_create_fifo(B.pd, m, 128 + 1024, MBCFDV_FIFO_SIGNAL | 0x8);
 	if (f || errno != EINVAL)
 		vc_fail("unknown flag 0x8: %s, expected EINVAL",
 			f ? "created" : strerror(errno));
-	f = dv.create(B.pd, m, 128 + 1024, 0);
+	f = mbcfdv_create_fifo(B.pd, m, 128 + 1024, 0);
 	if (!f) {
 		vc_fail("FIFO without a signal: %s", strerror(errno));
 	} else {
 		errno = 0;
-		e = dv.event_fd(f);
+		e = mbcfdv_fifo_event_fd(f);
 		if (e != -1 || errno != EINVAL)
 			vc_fail("event_fd without a signal: %d, %s (expected -1, EINVAL)",
 				e, strerror(errno));
-		if (dv.dispatch(f, disp_handler, NULL, NULL, 0, 4) != 0)
+		if (mbcfdv_fifo_dispatch(f, disp_handler, NULL, NULL, 0, 4) != 0)
 			vc_fail("dispatch of an empty FIFO without a signal");
-		if (dv.destroy(f))
+		if (mbcfdv_destroy_fifo(f))
 			vc_fail("destroy: %s", strerror(errno));
 	}
-	f = dv.create(B.pd, m, 128 + 1024,
+	f = mbcfdv_create_fifo(B.pd, m, 128 + 1024,
 		      MBCFDV_FIFO_FULL_ERROR | MBCFDV_FIFO_SIGNAL_EMPTY);
-	if (!f || dv.event_fd(f) < 0)
+	if (!f || mbcfdv_fifo_event_fd(f) < 0)
 		vc_fail("FULL_ERROR|SIGNAL_EMPTY: %s", strerror(errno));
-	else if (dv.destroy(f))
+	else if (mbcfdv_destroy_fifo(f))
 		vc_fail("destroy: %s", strerror(errno));
 
 	/* the old layout (an older provider): field 0, no flag, no signal */
@@ -1351,7 +1297,6 @@ int main(int argc, char **argv)
 	       (unsigned long long)rng);
 	if (vp_dev_open(&A, dev_a) || vp_dev_open(&B, dev_b))
 		vp_die("setup: open %s/%s: %s", dev_a, dev_b, strerror(errno));
-	dv_load();
 	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		bool run = optind >= argc;
 		double t0;

@@ -19,7 +19,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_packet.h>
@@ -54,8 +53,6 @@ static int sock;			/* veth1 in ns1: sends and receives */
 static uint64_t rng = 0x44f1f0;
 static uint32_t next_fqpn = 0x4400;
 
-static struct mbcfdv_fifo *(*dv_create)(struct ibv_pd *, void *, size_t, uint32_t);
-static int (*dv_destroy)(struct mbcfdv_fifo *);
 
 /* ---- frames ------------------------------------------------------------------ */
 
@@ -231,7 +228,7 @@ static uint32_t stale_key;	/* a FIFO created and destroyed */
 static void mf_new(struct mf *m, struct ibv_pd *pd, uint32_t size)
 {
 	m->g = vp_gbuf_new(pd, 128 + size, 64, -1);
-	m->f = dv_create(pd, m->g.p, 128 + size, 0);
+	m->f = mbcfdv_create_fifo(pd, m->g.p, 128 + size, 0);
 	m->model = calloc(1, 128 + size);
 	if (!m->f || !m->model)
 		vp_die("setup: mbcfdv_create_fifo: %s", strerror(errno));
@@ -602,32 +599,12 @@ static const struct {
 
 static void setup(void)
 {
-	void *h = NULL;
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_MBCF) };
 	struct mf tmp;
 	int self;
 
 	if (vp_dev_open(&D, "mbcf0"))
 		vp_die("setup: open mbcf0: %s", strerror(errno));
-	/* the provider libibverbs loaded: its mbcfdv symbols */
-	{
-		char line[512];
-		FILE *f = fopen("/proc/self/maps", "r");
-
-		while (f && !h && fgets(line, sizeof(line), f)) {
-			char *p = strchr(line, '/');
-
-			if (p && strstr(p, "libmbcf-rdmav")) {
-				p[strcspn(p, "\n")] = 0;
-				h = dlopen(p, RTLD_NOW | RTLD_NOLOAD);
-			}
-		}
-		if (f)
-			fclose(f);
-	}
-	if (!h || !(*(void **)&dv_create = dlvsym(h, "mbcfdv_create_fifo", "MBCF_1.0")) ||
-	    !(*(void **)&dv_destroy = dlvsym(h, "mbcfdv_destroy_fifo", "MBCF_1.0")))
-		vp_die("setup: mbcfdv symbols");
 	pd2 = ibv_alloc_pd(D.ctx);
 	if (!pd2)
 		vp_die("setup: pd");
@@ -637,7 +614,7 @@ static void setup(void)
 	mf_new(&FO, pd2, 4096);
 	mf_new(&tmp, D.pd, 64);
 	stale_key = tmp.f->key;
-	if (dv_destroy(tmp.f))
+	if (mbcfdv_destroy_fifo(tmp.f))
 		vp_die("setup: destroy");
 	vp_gbuf_free(&tmp.g);
 	free(tmp.model);
@@ -689,7 +666,7 @@ int main(int argc, char **argv)
 		struct mf *all[] = { &F, &FS, &FF, &FO };
 
 		for (k = 0; k < 4; k++) {
-			if (dv_destroy(all[k]->f)) {
+			if (mbcfdv_destroy_fifo(all[k]->f)) {
 				printf("FAIL: destroy FIFO %zu\n", k);
 				failed++;
 			}
