@@ -366,7 +366,13 @@ int main(int argc, char **argv)
 
 	if (ex_parse_opts(argc, argv, &o, RPC_USAGE))
 		return 2;
-	if (ex_dev_open(&d, o.dev, 4 * o.clients + 16))
+	/*
+	 * The server reaps its replies' completions after each dispatch,
+	 * which may answer RPC_BATCH requests (its clients answer fast), so
+	 * the CQ holds that many besides a few per client: an overrun would
+	 * lose a completion and put every QP on the CQ in error (verbs).
+	 */
+	if (ex_dev_open(&d, o.dev, RPC_BATCH + 4 * o.clients + 16))
 		return 1;
 	err = o.host ? rpc_client(&o, &d) : rpc_server(&o, &d);
 	ex_dev_close(&d);
