@@ -35,6 +35,7 @@ ST_RUNTIME=${BENCH_ST_RUNTIME:-10}	# seconds per measured fio run
 ST_EXPORT=/srv/mbcf-bench
 ST_MNT=/mnt/mbcf-bench
 ST_MIB=${BENCH_ST_MIB:-64}		# NFS file size, MiB
+ST_CPU=${ST_CPU:-1}	# the vCPU fio runs on (bench/storage-icount.sh: 0, its only one)
 ST_DEV=
 ST_PIDS=	# rpcbind, rpc.mountd
 
@@ -75,7 +76,7 @@ st_disconnect() {
 st_fio_once() {
 	local t0 t1 out
 	t0=$(kernel_ticks)
-	out=$(timeout $(($3 + 120)) taskset -c 1 fio --name=st --filename="$ST_DEV" --direct=1 \
+	out=$(timeout $(($3 + 120)) taskset -c "$ST_CPU" fio --name=st --filename="$ST_DEV" --direct=1 \
 		--ioengine=libaio --iodepth=32 --rw="$1" --bs="$2" --runtime="$3" --time_based \
 		--norandommap --randrepeat=0 --output-format=json 2>>"$ST_LOG/fio.err")
 	t1=$(kernel_ticks)
@@ -130,7 +131,7 @@ st_fio_case() {
 st_profile() {
 	command -v perf >/dev/null || return 0
 	perf record -a -e cpu-clock -F 499 -o "$ST_LOG/perf.$1" -- \
-		taskset -c 1 fio --name=p --filename="$ST_DEV" --direct=1 --ioengine=libaio \
+		taskset -c "$ST_CPU" fio --name=p --filename="$ST_DEV" --direct=1 --ioengine=libaio \
 		--iodepth=32 --rw=randread --bs=4096 --runtime=8 --time_based --norandommap \
 		--randrepeat=0 >/dev/null 2>>"$ST_LOG/perf.err"
 	perf report -i "$ST_LOG/perf.$1" --no-children --sort dso,sym --stdio 2>/dev/null |

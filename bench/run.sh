@@ -4,6 +4,7 @@
 # plotted by bench/report.py into bench/results/.
 #   bench/run.sh [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only]
 #   bench/run.sh --icount [--reps N] [--iters N]
+#   bench/run.sh --storage-only --icount [--reps N]
 #   bench/run.sh --fifo-only [--reps N] [--quick]
 # --sw-only: only the software-stack rows (rdma_cm, UCX, Open MPI), written
 # to bench/results/sw.csv and sw.md instead; --loss-only: only goodput under
@@ -15,6 +16,8 @@
 # counts instructions (tests/vm/run.sh --icount, bench/guest-icount.sh),
 # N runs each (default 3; --iters: iterations per latency run, default
 # 1000), to icount.csv and icount.md with each row's spread.
+# --storage-only --icount: the NVMe-oF fio rows (mbcf, NVMe/TCP, rxe) in
+# that guest (bench/storage-icount.sh), to storage-icount.csv and .md.
 # --fifo-only: the memory-based FIFO against SEND/RECV with an SRQ and
 # WRITE_WITH_IMM (message rate into one receiver, CPU per message) and its
 # signal against a completion channel (wake-up round trip), N runs each
@@ -27,6 +30,7 @@ quick=0
 reps=
 iters=1000
 part=all
+storage_icount=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
@@ -34,14 +38,20 @@ while [ $# -gt 0 ]; do
 	--sw-only) part=sw; shift ;;
 	--loss-only) part=loss; shift ;;
 	--qps-only) part=qps; shift ;;
-	--storage-only) part=storage; shift ;;
-	--icount) part=icount; shift ;;
+	--storage-only) [ "$part" = icount ] && storage_icount=1; part=storage; shift ;;
+	--icount) [ "$part" = storage ] && storage_icount=1; part=icount; shift ;;
 	--fifo-only) part=fifo; shift ;;
 	--iters) iters=$2; shift 2 ;;
 	*) echo "usage: $0 [--quick] [--reps N] [--sw-only | --loss-only | --qps-only | --storage-only | --fifo-only | --icount [--iters N]]" >&2; exit 2 ;;
 	esac
 done
 
+# --storage-only --icount: the NVMe-oF rows in the instruction-counting
+# guest (bench/storage-icount.sh, which builds nothing itself)
+if [ "$storage_icount" = 1 ]; then
+	"$src/scripts/build.sh" mbcf_runtime
+	exec "$here/storage-icount.sh" ${reps:+--reps "$reps"}
+fi
 if [ "$part" = icount ] || [ "$part" = storage ]; then
 	"$src/scripts/build.sh" mbcf_runtime	# the module and the provider are all it runs
 elif [ "$part" = fifo ]; then
