@@ -90,9 +90,9 @@ record() {
 		"$0" --pair "$1" "$t" "$2" "${m[@]}" 2>"/var/tmp/perf-$1-$2.log"
 }
 
-# stat DEV N: tracepoint counts of the pair's N round trips, "<count>\t<event>"
+# events_of DEV N: tracepoint counts of the pair's N round trips, "<count>\t<event>"
 events=workqueue:workqueue_queue_work,sched:sched_switch,sched:sched_wakeup,timer:hrtimer_start,timer:hrtimer_expire_entry,timer:timer_start,irq:softirq_raise,irq:irq_handler_entry,power:cpu_idle,raw_syscalls:sys_enter
-stat() {
+events_of() {
 	case $1 in mbcf*) rdma statistic show link "$1/1" | tr ' ' '\n' |
 		awk 'k != "" && $0 ~ /^[0-9]+$/ { print $0 "\tctr:" k } { k = $0 }' >"/var/tmp/ctr-$1-$2.0" ;; esac
 	perf stat -a -x, -e "$events" -o "/var/tmp/stat-$1-$2.csv" -- \
@@ -150,8 +150,8 @@ profile() {
 for d in $devs; do
 	"$0" --pair "$d" "$t" 200 "${m[@]}" >/dev/null	# warm-up: programs and libraries in the page cache
 	[ "$only" = events ] || profile "$d"
-	stat "$d" "$n1" >"/var/tmp/stat-$d-1.tsv"
-	stat "$d" "$n2" >"/var/tmp/stat-$d-2.tsv"
+	events_of "$d" "$n1" >"/var/tmp/stat-$d-1.tsv"
+	events_of "$d" "$n2" >"/var/tmp/stat-$d-2.tsv"
 	awk -F '\t' -v d="$d" -v n="$((n2 - n1))" '
 		FNR == NR { a[$2] = $1; next }
 		{ k = $2; e = "EVENT"; if (sub(/^ctr:/, "", k)) e = "CTR"
