@@ -209,6 +209,29 @@ static void mbcf_cq_overflow(struct mbcf_cq *cq)
 		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 }
 
+/*
+ * Handlers a completion calls run under the completing QP's lock (the core
+ * completes inside it): while they run, this CPU must not go into a QP
+ * (mbcf_cq_in_handler(): a kernel consumer's post from its handler is left
+ * to the QP's transmit work, qp.c).  Per CPU; bottom halves are off here.
+ */
+static DEFINE_PER_CPU(u32, mbcf_cq_handler_depth);
+
+bool mbcf_cq_in_handler(void)
+{
+	return this_cpu_read(mbcf_cq_handler_depth) != 0;
+}
+
+static void mbcf_cq_handlers(struct mbcf_cq *cq, bool fire, bool overflow)
+{
+	this_cpu_inc(mbcf_cq_handler_depth);
+	if (fire && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	if (overflow)
+		mbcf_cq_overflow(cq);
+	this_cpu_dec(mbcf_cq_handler_depth);
+}
+
 /* A user CQE: struct ib_uverbs_wc, flags in libibverbs' values. */
 static void mbcf_cq_to_user(const struct ib_wc *wc, struct ib_uverbs_wc *u)
 {
@@ -265,9 +288,7 @@ int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_wc *wc, bool solicited)
 	}
 	spin_unlock_irqrestore(&cq->lock, irqf);
 
-	if (fire && cq->ibcq.comp_handler)
-		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
-	if (overflow)
-		mbcf_cq_overflow(cq);
+	if (fire || overflow)
+		mbcf_cq_handlers(cq, fire, overflow);
 	return slot ? 0 : -ENOSPC;
 }

@@ -492,6 +492,7 @@ int mbcf_cq_resize(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int mbcf_cq_req_notify(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int mbcf_cq_poll(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int mbcf_cq_push(struct mbcf_cq *cq, const struct ib_wc *wc, bool solicited);
+bool mbcf_cq_in_handler(void);
 
 /* qp.c */
 int mbcf_qp_create(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -583,8 +584,11 @@ void mbcf_stats_retire(struct mbcf_dev *dev, const struct mbcf_counters *c);
 /* net.c: frames in and out; the caller of _xmit_* holds qp->lock */
 int mbcf_net_start(struct mbcf_dev *dev);
 void mbcf_net_stop(struct mbcf_dev *dev);
-/* Writes a frame's @len bytes of payload at @to (ip_append_data's getfrag). */
-typedef int (*mbcf_net_fill_t)(void *from, u8 *to, u32 len);
+/*
+ * Writes @len bytes of a frame's payload, from byte @off of it, at @to
+ * (ip_append_data's getfrag); called once per piece, in order.
+ */
+typedef int (*mbcf_net_fill_t)(void *from, u8 *to, u32 off, u32 len);
 int mbcf_net_xmit_fill(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		       u32 len, mbcf_net_fill_t fill, void *from);
 int mbcf_net_xmit_pages(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,

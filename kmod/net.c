@@ -433,28 +433,78 @@ static void mbcf_net_queue(struct mbcf_qp *qp, struct sk_buff *skb)
 }
 
 /*
+ * A payload too large for a head carved from a page (a jumbo frame; the
+ * frames between two QPs of this device, qp.c): written by @fill in
+ * pieces into fragments carved from the same per-CPU pages, rather than
+ * into a kmalloc'ed head that init_on_alloc would zero whole for every
+ * frame.  The page-fragment cache serves when our pages are all busy.
+ * 0, -ENOMEM, or @fill's error (the caller frees the skb).
+ */
+#define MBCF_NET_FILL_PIECE	2048
+
+static int mbcf_net_fill_frags(struct sk_buff *skb, u32 len,
+			       mbcf_net_fill_t fill, void *from)
+{
+	struct page *page;
+	u32 off = 0, n, i;
+	void *data;
+	int err;
+
+	for (i = 0; off < len; i++, off += n) {
+		n = min_t(u32, len - off, MBCF_NET_FILL_PIECE);
+		if (i == MAX_SKB_FRAGS)
+			return -ENOMEM;
+		local_bh_disable();
+		data = mbcf_net_head_frag(n);
+		local_bh_enable();
+		if (!data)
+			data = netdev_alloc_frag(n);
+		if (!data)
+			return -ENOMEM;
+		page = virt_to_head_page(data);
+		skb_add_rx_frag(skb, i, page, (u8 *)data - (u8 *)page_address(page),
+				n, n);
+		err = fill(from, data, off, n);
+		if (unlikely(err))
+			return err;
+	}
+	return 0;
+}
+
+/* Would a head holding @len bytes after the link layer's outgrow a page? */
+static bool mbcf_net_head_too_big(const struct net_device *ndev, u32 len)
+{
+	return SKB_DATA_ALIGN(LL_RESERVED_SPACE(ndev) + ETH_HLEN + len +
+			      ndev->needed_tailroom + NET_SKB_PAD) +
+	       SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) > PAGE_SIZE;
+}
+
+/*
  * Build one frame and queue it on the QP (caller holds qp->lock), its
  * payload @len bytes that @fill writes into the frame's head, as
- * ip_append_data's getfrag does.  Returns 0, -ENOMEM (nothing queued:
- * like a lost frame, go-back-N recovers) or @fill's error (nothing
- * queued).
+ * ip_append_data's getfrag does (or into fragments, above).  Returns 0,
+ * -ENOMEM (nothing queued: like a lost frame, go-back-N recovers) or
+ * @fill's error (nothing queued).
  */
 int mbcf_net_xmit_fill(struct mbcf_qp *qp, const u8 *hdr, u32 hdr_len,
 		       u32 len, mbcf_net_fill_t fill, void *from)
 {
+	bool frags = len && mbcf_net_head_too_big(qp->dev->ndev, hdr_len + len);
 	struct sk_buff *skb;
-	int err;
+	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
-	skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len, len);
+	skb = mbcf_net_alloc(qp->dev, mbcf_net_dmac(qp), hdr, hdr_len,
+			     frags ? 0 : len);
 	if (!skb)
 		return -ENOMEM;
-	if (len) {
-		err = fill(from, skb_put(skb, len), len);
-		if (unlikely(err)) {
-			kfree_skb(skb);
-			return err;
-		}
+	if (frags)
+		err = mbcf_net_fill_frags(skb, len, fill, from);
+	else if (len)
+		err = fill(from, skb_put(skb, len), 0, len);
+	if (unlikely(err)) {
+		kfree_skb(skb);
+		return err;
 	}
 	mbcf_net_queue(qp, skb);
 	return 0;

@@ -45,11 +45,17 @@ struct mbcf_proto_payload {
 	const struct mbcf_payload *pl;
 };
 
-static int mbcf_proto_fill(void *from, u8 *to, u32 len)
+static int mbcf_proto_fill(void *from, u8 *to, u32 off, u32 len)
 {
 	struct mbcf_proto_payload *p = from;
+	struct mbcf_payload piece = *p->pl;
 
-	return mbcf_wr_payload_copy(p->qp, p->pl, to) ? -EFAULT : 0;
+	if (off || len != piece.len) {	/* a piece of it (net.c) */
+		piece.offset += off;
+		piece.va += off;
+		piece.len = len;
+	}
+	return mbcf_wr_payload_copy(p->qp, &piece, to) ? -EFAULT : 0;
 }
 
 /*

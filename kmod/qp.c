@@ -27,6 +27,7 @@
 #include "mbcf.h"
 
 #define MBCF_QP_RESP_SLOTS	roundup_pow_of_two(MBCF_MAX_RD_ATOMIC)
+#define MBCF_QP_LOOP_MTU	9000	/* frames to this device itself */
 
 static void mbcf_qp_default_attrs(struct mbcf_qp *qp);
 
@@ -402,6 +403,37 @@ void mbcf_qp_snapshot(struct mbcf_qp *qp, struct mbcf_qp_snap *s)
 
 /* ---- doorbells ------------------------------------------------------- */
 
+/*
+ * A kernel consumer posted (its entries are in the QP's kernel rings):
+ * take them at once, in the caller's context, as a user's doorbell does --
+ * a work item per post cost a wake-up and two context switches each
+ * (NVMe-oF: three per 4 KiB read; docs/performance.md).  Not where the
+ * QP's lock may not be taken or waited for: hard interrupts off (post_send
+ * may come so), the lock held (trylock: by this CPU -- a completion
+ * handler that posts, called under it -- or by another, which is busy in
+ * the QP and would leave our entries to the next pass), or a completion
+ * handler of any QP running on this CPU (its QP's lock is held: a frame
+ * we deliver at once could need it).  There tx_work takes them, as
+ * before.  @recv: receives were posted (GO after a STOP).
+ */
+static void mbcf_qp_kposted(struct mbcf_qp *qp, bool recv)
+{
+	if (irqs_disabled() || in_hardirq() || in_nmi() ||
+	    mbcf_cq_in_handler() || !spin_trylock_bh(&qp->lock)) {
+		mbcf_qp_defer(qp);
+		return;
+	}
+	if (recv && !qp->dying && qp->conn.state == MBCF_CONN_RTS)
+		mbcf_conn_recv_posted(&qp->conn, mbcf_proto_now());
+	mbcf_qp_kick(qp);
+	/*
+	 * As softirq does: what a burst held back goes to tx_work.  The
+	 * caller may be in an RCU read-side section that must not sleep
+	 * (blk-mq's queue_rq), so no cond_resched() here.
+	 */
+	mbcf_qp_unlock(qp, false);
+}
+
 int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad_wr)
 {
@@ -410,7 +442,7 @@ int mbcf_qp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (qp->kernel) {
 		int err = mbcf_wr_kpost_send(qp, wr, bad_wr);
 
-		mbcf_qp_defer(qp);	/* those before a failed one are posted */
+		mbcf_qp_kposted(qp, false);	/* those before a failed one are posted */
 		return err;
 	}
 	/* A user QP's requests arrive through its ring: this is a doorbell. */
@@ -435,7 +467,7 @@ int mbcf_qp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->kernel) {
 		int err = mbcf_wr_kpost_recv(qp, wr, bad_wr);
 
-		mbcf_qp_defer(qp);
+		mbcf_qp_kposted(qp, true);
 		return err;
 	}
 	if (wr || qp->srq) {	/* no receive queue of its own with an SRQ */
@@ -904,6 +936,18 @@ static void mbcf_qp_conn_cfg(struct mbcf_qp *qp, struct mbcf_conn_cfg *cfg)
 	cfg->sq_psn = a->sq_psn;
 	cfg->rq_psn = a->rq_psn;
 	cfg->mtu = READ_ONCE(qp->dev->ndev->mtu);
+	/*
+	 * A connection between two QPs of this device: its frames never
+	 * reach the netdev (net.c delivers them at once), so they are cut as
+	 * on a jumbo link, whatever the netdev's MTU -- at 1500 a 4 KiB
+	 * NVMe-oF read took three data frames, each built, delivered and
+	 * parsed; TCP over lo moves 64 KiB segments.  Both ends see their
+	 * peer at this device's MAC, so both cut (and count a read's
+	 * response frames) alike.
+	 */
+	if (ether_addr_equal(qp->dmac, qp->dev->ndev->dev_addr) &&
+	    cfg->mtu < MBCF_QP_LOOP_MTU)
+		cfg->mtu = MBCF_QP_LOOP_MTU;
 	cfg->window = mbcf_window;
 	cfg->window_fixed = !READ_ONCE(mbcf_window_adapt);
 	cfg->link_mbps = qp->dev->link_mbps;
