@@ -27,6 +27,8 @@ UNITS = ["IOPS", "MiB/s", "us/IO", "kcpu_us/IO", "idle_us/IO"]
 
 
 def main():
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: storage-icount-report.py CSV LOG OUT.md [HOW]")
     csvf, logf, outf = sys.argv[1:4]
     how = sys.argv[4] if len(sys.argv) > 4 else ""
     rows = OrderedDict()
