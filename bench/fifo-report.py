@@ -9,16 +9,11 @@ import statistics
 import sys
 from collections import defaultdict
 
+from benchstats import num
+
 RATE_COLS = ("rate", "rx_cpu", "rx_soft", "all_cpu", "rx_proc")
 WAKE_COLS = ("p50", "p90", "p99", "max")
 TARGET = 1.5    # FIFO / SRQ messages per second at 16 senders
-
-
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def spread(vals, fmt):

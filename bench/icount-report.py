@@ -8,17 +8,7 @@ import csv
 import sys
 from collections import OrderedDict
 
-
-def num(v):
-    try:
-        return float(v)
-    except ValueError:
-        return float("nan")
-
-
-def median(v):
-    v = sorted(x for x in v if x == x)
-    return v[(len(v) - 1) // 2] if v else float("nan")
+from benchstats import median, num, spread_pct
 
 
 def fmt(x):
@@ -54,7 +44,7 @@ def main():
         med[k] = m
         lo = min(good) if good else float("nan")
         hi = max(good) if good else float("nan")
-        sp = "{:.2f} %".format(100 * (hi - lo) / m) if good and m else "nan"
+        sp = "{:.2f} %".format(spread_pct(v)) if good and m else "nan"
         out.append("| {} | {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} |".format(
             g, tr, t, s, mode, u, " ".join(fmt(x) for x in v), fmt(lo), fmt(m), fmt(hi), sp))
 

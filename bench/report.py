@@ -6,17 +6,12 @@ import csv
 import sys
 from collections import defaultdict
 
+from benchstats import num
+
 
 def load(path):
     with open(path) as f:
         return list(csv.DictReader(f))
-
-
-def num(v):
-    try:
-        return float(v)
-    except ValueError:
-        return float("nan")
 
 
 def key(r):

@@ -11,17 +11,7 @@ import csv
 import sys
 from collections import OrderedDict, defaultdict
 
-
-def num(v):
-    try:
-        return float(v)
-    except ValueError:
-        return float("nan")
-
-
-def median(v):
-    v = sorted(x for x in v if x == x)
-    return v[(len(v) - 1) // 2] if v else float("nan")
+from benchstats import median, num, spread_pct
 
 
 def fmt(x):
@@ -31,18 +21,14 @@ def fmt(x):
     return "{:.3f}".format(x) if a < 10 else "{:.1f}".format(x) if a < 1000 else "{:.0f}".format(x)
 
 
-def spread(v):
-    v = [x for x in v if x == x]
-    m = median(v)
-    return (max(v) - min(v)) / m * 100 if v and m else float("nan")
-
-
 TRS = ["mbcf", "tcp", "rxe"]
 NAMES = {"mbcf": "NVMe-oF on mbcf0", "tcp": "NVMe/TCP over lo", "rxe": "nvme-rdma on rxe0"}
 UNITS = ["IOPS", "MiB/s", "us/IO", "kcpu_us/IO", "idle_us/IO"]
 
 
 def main():
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: storage-icount-report.py CSV LOG OUT.md [HOW]")
     csvf, logf, outf = sys.argv[1:4]
     how = sys.argv[4] if len(sys.argv) > 4 else ""
     rows = OrderedDict()
@@ -83,7 +69,7 @@ def main():
         cells = []
         for t in TRS:
             v = by.get(t)
-            cells.append("%s (%.2f %%)" % (fmt(med[t]), spread(v)) if v else "")
+            cells.append("%s (%.2f %%)" % (fmt(med[t]), spread_pct(v)) if v else "")
         rt = lambda a, b: fmt(a / b) if a == a and b == b and b else ""
         out.append("| %s %s B | %s | %s | %s | %s |" % (test, size, unit, " | ".join(cells),
                                                       rt(med["mbcf"], med["tcp"]), rt(med["mbcf"], med["rxe"])))
