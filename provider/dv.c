@@ -242,6 +242,15 @@ int mbcfdv_fifo_dispatch(struct mbcfdv_fifo *f,
 	}
 	if (err == EAGAIN)
 		err = 0;
+	/* stopped at max without clearing: clear now if the queue is empty
+	 * (the look below puts back what came in between), so a caller
+	 * taking one record per wake-up does not find the fd readable */
+	if (f->event_fd >= 0 && !err && !cleared && !fifo_ready(f)) {
+		uint64_t v;
+
+		if (read(f->event_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
 	/* stopped with records left: readable again, for the next poll */
 	if (f->event_fd >= 0 && n && (err || fifo_ready(f))) {
 		uint64_t one = 1;
