@@ -15,7 +15,7 @@
 #   EVENT,<topo>,<mode>,<per message>,<tracepoint>       (perf stat, same difference)
 set -u
 . "$MBCF_VM_LIB"
-Q=${1:-16} P=${2:-4} MSGS=${3:-8000} period=${4:-10007} top=${5:-45}
+Q=${1:-16} P=${2:-4} MSGS=${3:-8000} period=${4:-10007} top=${5:-120}
 topos=${6:-"veth lo"} modes=${7:-"fifo srq"}
 prog=${MBCF_BUILD:-}/bench/mbcf_fifo_rate
 [ -x "$prog" ] || vm_die "no $prog"
