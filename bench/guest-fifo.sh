@@ -13,7 +13,9 @@
 # one waits for its next tick (4 ms), which would measure the emulator.
 # Every run checks its messages (bench/fifo_rate.c); a failed run fails
 # the script.  The rounds interleave the modes, so a slow stretch of the
-# host hits every mode alike.  Rows on stdout:
+# host hits every mode alike.  FIFO_TOPOS, FIFO_SHAPES ("QPS PROCS,..."),
+# FIFO_MODES and FIFO_WAKE=0 narrow the run to some rows (default: all).
+# Rows on stdout:
 #   FIFO,rate,<mode>,<topo>,<qps>,<procs>,<run>,<rate/s>,<rx_cpu_us>,<rx_soft_us>,<all_cpu_us>,<rx_proc_us>
 #   FIFO,wake,<mode>,<topo>,1,1,<run>,<p50_us>,<p90_us>,<p99_us>,<max_us>
 set -u
@@ -69,14 +71,17 @@ run() {
 	esac
 }
 
-for topo in lo veth; do
+topos=${FIFO_TOPOS:-lo veth}
+IFS=, read -r -a shapes <<<"${FIFO_SHAPES:-1 1,16 4}"
+modes=${FIFO_MODES:-fifo srq imm}
+for topo in $topos; do
 	a=mbcf0
 	[ "$topo" = veth ] && { a=mbcf1; steer_rx on; }
-	for shape in "1 1" "16 4"; do
+	for shape in "${shapes[@]}"; do
 		read -r q p <<<"$shape"
 		n=$((MSGS / q / 16 * 16))
 		for ((r = 0; r <= REPS; r++)); do	# run 0: warm-up, not reported
-			for m in fifo srq imm; do
+			for m in $modes; do
 				run $((r > 0)) "FIFO,rate,$m,$topo,$q,$p,$r" rate -m $m -q "$q" -p "$p" -n "$n" -a $a -b mbcf0 -r 0 -c $scpu
 			done
 		done
@@ -84,7 +89,8 @@ for topo in lo veth; do
 	steer_rx off
 done
 
-for topo in lo veth; do
+for topo in $topos; do
+	[ "${FIFO_WAKE:-1}" = 0 ] && break
 	a=mbcf0
 	[ "$topo" = veth ] && a=mbcf1
 	for ((r = 0; r <= REPS; r++)); do

@@ -24,7 +24,9 @@
  * is published.  Local only: nothing on the wire changes.
  */
 #include <linux/eventfd.h>
+#include <linux/highmem.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include <linux/xarray.h>
 
 #include "mbcf.h"
@@ -35,6 +37,9 @@
 #define MBCF_FIFO_WAITERS	1024
 
 struct mbcf_kfifo {
+	u8 *ctrl;			/* the control block, in map */
+	u8 *area;			/* the record area: ctrl + 128 */
+	void *map;			/* vmap of the MR's pinned pages */
 	u32 size;			/* record area, bytes */
 	u32 flags;			/* MBCF_FIFO_FULL_ERROR, _SIGNAL(_EMPTY) */
 	struct xarray waiters;		/* qpn -> value 0: STOPped for room */
@@ -66,19 +71,38 @@ int mbcf_fifo_check(u64 start, u64 length, int access,
 	return 0;
 }
 
-/* In process context (reg_user_mr): the FIFO, or an ERR_PTR (EBADF: the
- * signal's fd is not open, EINVAL: not an eventfd, ENOMEM). */
-struct mbcf_kfifo *mbcf_fifo_create(const struct mbcf_reg_mr_cmd *c)
+/*
+ * In process context (reg_user_mr, mbcf_fifo_check passed): the FIFO over
+ * the MR's @npages pinned @pages, byte 0 at @page_offset in the first, or
+ * an ERR_PTR (EBADF: the signal's fd is not open, EINVAL: not an eventfd,
+ * ENOMEM).
+ */
+struct mbcf_kfifo *mbcf_fifo_create(const struct mbcf_reg_mr_cmd *c,
+				    struct page **pages, unsigned long npages,
+				    u32 page_offset)
 {
-	struct mbcf_kfifo *k = kzalloc(sizeof(*k), MBCF_GFP_OBJ);
+	struct mbcf_kfifo *k;
+	u64 len = MBCF_FIFO_CTRL_LEN + (u64)c->fifo_size;
 
+	if (page_offset >= PAGE_SIZE ||
+	    npages != DIV_ROUND_UP(page_offset + len, PAGE_SIZE))
+		return ERR_PTR(-EINVAL);
+	k = kzalloc(sizeof(*k), MBCF_GFP_OBJ);
 	if (!k)
 		return ERR_PTR(-ENOMEM);
+	k->map = vmap(pages, npages, VM_MAP, PAGE_KERNEL);
+	if (!k->map) {
+		kfree(k);
+		return ERR_PTR(-ENOMEM);
+	}
+	k->ctrl = (u8 *)k->map + page_offset;
+	k->area = k->ctrl + MBCF_FIFO_CTRL_LEN;
 	if (c->fifo_flags & (MBCF_FIFO_SIGNAL | MBCF_FIFO_SIGNAL_EMPTY)) {
 		k->ev = eventfd_ctx_fdget(c->fifo_eventfd);
 		if (IS_ERR(k->ev)) {
 			long err = PTR_ERR(k->ev);
 
+			vunmap(k->map);
 			kfree(k);
 			return ERR_PTR(err);
 		}
@@ -97,34 +121,42 @@ void mbcf_fifo_free(struct mbcf_kfifo *k)
 		return;
 	if (k->ev)
 		eventfd_ctx_put(k->ev);
+	vunmap(k->map);
 	xa_destroy(&k->waiters);
 	kfree(k);
 }
 
 /* ---- the core's view of the memory (under the pushing QP's lock) ----------- */
 
-static struct mbcf_mr *mbcf_fifo_mr(void *env)
+static struct mbcf_kfifo *mbcf_fifo_k(void *env)
 {
 	struct mbcf_qp *qp = env;
 
 	lockdep_assert_held(&qp->lock);
-	return qp->fifo_hold;
+	return qp->fifo_hold->fifo;
 }
 
 static u64 mbcf_fifo_head(void *env)
 {
-	return mbcf_mr_fifo_load(mbcf_fifo_mr(env), MBCF_FIFO_OFF_HEAD);
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
+
+	return smp_load_acquire((u64 *)(k->ctrl + MBCF_FIFO_OFF_HEAD));
 }
 
 static u64 mbcf_fifo_tail(void *env)
 {
-	return mbcf_mr_fifo_load(mbcf_fifo_mr(env), MBCF_FIFO_OFF_TAIL);
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
+
+	return READ_ONCE(*(u64 *)(k->ctrl + MBCF_FIFO_OFF_TAIL));
 }
 
 static u64 mbcf_fifo_tail_cmpxchg(void *env, u64 old, u64 new_tail)
 {
-	return mbcf_mr_fifo_cmpxchg(mbcf_fifo_mr(env), MBCF_FIFO_OFF_TAIL, old,
-				    new_tail);
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
+
+	/* a full barrier either way */
+	return atomic64_cmpxchg((atomic64_t *)(k->ctrl + MBCF_FIFO_OFF_TAIL),
+				old, new_tail);
 }
 
 /*
@@ -136,8 +168,7 @@ static u64 mbcf_fifo_tail_cmpxchg(void *env, u64 old, u64 new_tail)
 static void mbcf_fifo_set_wait(void *env)
 {
 	struct mbcf_qp *qp = env;
-	struct mbcf_mr *mr = mbcf_fifo_mr(env);
-	struct mbcf_kfifo *k = mr->fifo;
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
 	u32 qpn = qp->ibqp.qp_num;
 
 	/* only this QP (its lock held) inserts its number */
@@ -146,20 +177,30 @@ static void mbcf_fifo_set_wait(void *env)
 	     xa_insert_bh(&k->waiters, qpn, xa_mk_value(0),
 			  GFP_ATOMIC | __GFP_NOWARN)))
 		atomic_dec(&k->nwait);	/* the set is full, or no memory */
-	mbcf_mr_fifo_store32(mr, MBCF_FIFO_OFF_WAIT, 1);
+	smp_store_release((u32 *)(k->ctrl + MBCF_FIFO_OFF_WAIT), 1);
 	smp_mb();
 }
 
+/* The core asks only inside the record area; checked again all the same. */
 static int mbcf_fifo_write(void *env, u32 off, const u8 *src, u32 len)
 {
-	return mbcf_mr_fifo_write(mbcf_fifo_mr(env),
-				  MBCF_FIFO_CTRL_LEN + (u64)off, src, len);
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
+
+	if (off > k->size || len > k->size - off)
+		return -ERANGE;
+	memcpy(k->area + off, src, len);
+	flush_kernel_vmap_range(k->area + off, len);
+	return 0;
 }
 
 static void mbcf_fifo_publish(void *env, u32 off, u32 word)
 {
-	mbcf_mr_fifo_store32(mbcf_fifo_mr(env), MBCF_FIFO_CTRL_LEN + (u64)off,
-			     word);
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
+
+	if (WARN_ON_ONCE(off > k->size - 4 || (off & 3)))
+		return;
+	smp_store_release((u32 *)(k->area + off), word);
+	flush_kernel_vmap_range(k->area + off, 4);
 }
 
 static void mbcf_fifo_mb(void *env)
@@ -171,7 +212,7 @@ static void mbcf_fifo_mb(void *env)
  * ev reg set; the push's MR reference keeps it (freed after dereg). */
 static void mbcf_fifo_signal(void *env)
 {
-	struct mbcf_kfifo *k = mbcf_fifo_mr(env)->fifo;
+	struct mbcf_kfifo *k = mbcf_fifo_k(env);
 
 	if (k->ev)
 		mbcf_eventfd_signal(k->ev);

@@ -681,10 +681,6 @@ int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
 
 struct mbcf_mr *mbcf_mr_get_fifo(struct mbcf_dev *dev, struct ib_pd *pd,
 				 u32 key);
-u64 mbcf_mr_fifo_load(struct mbcf_mr *mr, u64 off);
-u64 mbcf_mr_fifo_cmpxchg(struct mbcf_mr *mr, u64 off, u64 old, u64 new);
-void mbcf_mr_fifo_store32(struct mbcf_mr *mr, u64 off, u32 v);
-int mbcf_mr_fifo_write(struct mbcf_mr *mr, u64 off, const u8 *src, u32 len);
 
 /* fifo.c: memory-based FIFOs (MRs registered with MBCF_MR_FIFO) */
 struct mbcf_kfifo;
@@ -693,7 +689,9 @@ struct mbcf_reg_mr_cmd;
 extern const struct ib_device_ops mbcf_fifo_ops;
 int mbcf_fifo_check(u64 start, u64 length, int access,
 		    const struct mbcf_reg_mr_cmd *c);
-struct mbcf_kfifo *mbcf_fifo_create(const struct mbcf_reg_mr_cmd *c);
+struct mbcf_kfifo *mbcf_fifo_create(const struct mbcf_reg_mr_cmd *c,
+				    struct page **pages, unsigned long npages,
+				    u32 page_offset);
 void mbcf_fifo_free(struct mbcf_kfifo *k);
 int mbcf_fifo_get(struct mbcf_qp *qp, u32 fkey, struct mbcf_fifo *f);
 void mbcf_fifo_put(struct mbcf_qp *qp);

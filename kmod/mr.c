@@ -239,7 +239,8 @@ static struct ib_mr *mbcf_mr_reg_user_va(struct ib_pd *ibpd, u64 start,
 	if (err)
 		goto err_pin;
 	if (fifo.flags) {
-		mr->fifo = mbcf_fifo_create(&fifo);
+		mr->fifo = mbcf_fifo_create(&fifo, mr->pages, mr->npages,
+					    offset_in_page(start));
 		if (IS_ERR(mr->fifo)) {
 			err = PTR_ERR(mr->fifo);
 			mr->fifo = NULL;
@@ -767,7 +768,7 @@ int mbcf_mr_scatter(struct mbcf_qp *qp, struct ib_pd *pd,
 				  (void *)src);
 }
 
-/* --- FIFOs (fifo.c): their lookup and their bytes ------------------------ */
+/* --- FIFOs (fifo.c): their lookup ----------------------------------------- */
 
 /*
  * The FIFO of @key in @pd, referenced (mbcf_mr_put) as a copy is: dereg
@@ -789,63 +790,4 @@ struct mbcf_mr *mbcf_mr_get_fifo(struct mbcf_dev *dev, struct ib_pd *pd,
 	}
 	rcu_read_unlock();
 	return mr;
-}
-
-/*
- * The naturally aligned word of @bytes at byte @off of a FIFO's region,
- * mapped (kunmap_local() it), or NULL outside the region.  Aligned and at
- * most 8 bytes: it lies in one page.
- */
-static void *mbcf_mr_fifo_word(struct mbcf_mr *mr, u64 off, u32 bytes)
-{
-	u64 pos = off + mr->page_offset;
-
-	if (off & (bytes - 1) || off > mr->length - bytes)
-		return NULL;
-	return kmap_local_page(mr->pages[pos >> PAGE_SHIFT]) +
-	       offset_in_page(pos);
-}
-
-/* Load-acquire of the u64 at @off (0 outside the region: never asked). */
-u64 mbcf_mr_fifo_load(struct mbcf_mr *mr, u64 off)
-{
-	u64 *p = mbcf_mr_fifo_word(mr, off, 8), v;
-
-	if (WARN_ON_ONCE(!p))
-		return 0;
-	v = smp_load_acquire(p);
-	kunmap_local(p);
-	return v;
-}
-
-/* Atomically: if the u64 at @off is @old, make it @new; the value before. */
-u64 mbcf_mr_fifo_cmpxchg(struct mbcf_mr *mr, u64 off, u64 old, u64 new)
-{
-	atomic64_t *p = mbcf_mr_fifo_word(mr, off, 8);
-	u64 v;
-
-	if (WARN_ON_ONCE(!p))
-		return ~old;
-	v = atomic64_cmpxchg(p, old, new);	/* a full barrier either way */
-	kunmap_local(p);
-	return v;
-}
-
-/* Store-release of the u32 @v at @off. */
-void mbcf_mr_fifo_store32(struct mbcf_mr *mr, u64 off, u32 v)
-{
-	u32 *p = mbcf_mr_fifo_word(mr, off, 4);
-
-	if (WARN_ON_ONCE(!p))
-		return;
-	smp_store_release(p, v);
-	kunmap_local(p);
-}
-
-/* Copy @len bytes to byte @off of a FIFO's region; -ERANGE outside it. */
-int mbcf_mr_fifo_write(struct mbcf_mr *mr, u64 off, const u8 *src, u32 len)
-{
-	if (off > mr->length || len > mr->length - off)
-		return -ERANGE;
-	return mbcf_mr_walk(mr, off, len, MBCF_MR_STORE, (void *)src);
 }

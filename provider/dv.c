@@ -204,29 +204,37 @@ int mbcfdv_fifo_dispatch(struct mbcfdv_fifo *f,
 			 void *ctx, void *buf, uint32_t cap, unsigned max)
 {
 	unsigned n = 0;
+	bool cleared = false;
 	int err = 0;
 
 	if (!f || !handler || !max || (!buf && cap))
 		return -EINVAL;
-	if (f->event_fd >= 0) {
-		uint64_t v;
-
-		/* 0 or the count (EAGAIN when it was 0): cleared first, so an
-		 * append from now on makes it readable again */
-		if (read(f->event_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			return -errno;
-	}
 	/*
+	 * The signal's count is cleared only when the queue looks empty, and
+	 * the queue looked at once more after it: a record found there is
+	 * taken, and an append from the clear on makes the fd readable
+	 * again.  A consumer kept busy by a full queue makes no system call.
+	 *
 	 * SIGNAL_EMPTY's consumer half: pop stores head, then a full
-	 * barrier (fifo_consume), before this loop looks at the next word;
+	 * barrier (fifo_consume), before the next look at the word at head;
 	 * the kernel stores the word, then a full barrier, then looks at
-	 * head.  One sees the other: EAGAIN here means the next append
-	 * signals.
+	 * head.  One sees the other: EAGAIN after the clear means the next
+	 * append signals.
 	 */
 	while (n < max) {
 		uint32_t len = 0, qpn = 0;
 
 		err = mbcfdv_fifo_pop(f, buf, cap, &len, &qpn);
+		if (err == EAGAIN && f->event_fd >= 0 && !cleared) {
+			uint64_t v;
+
+			/* 0 or the count (EAGAIN when it was 0) */
+			if (read(f->event_fd, &v, sizeof(v)) < 0 &&
+			    errno != EAGAIN)
+				return -errno;
+			cleared = true;
+			continue;
+		}
 		if (err)
 			break;
 		handler(ctx, buf, len, qpn);
@@ -234,6 +242,15 @@ int mbcfdv_fifo_dispatch(struct mbcfdv_fifo *f,
 	}
 	if (err == EAGAIN)
 		err = 0;
+	/* stopped at max without clearing: clear now if the queue is empty
+	 * (the look below puts back what came in between), so a caller
+	 * taking one record per wake-up does not find the fd readable */
+	if (f->event_fd >= 0 && !err && !cleared && !fifo_ready(f)) {
+		uint64_t v;
+
+		if (read(f->event_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
 	/* stopped with records left: readable again, for the next poll */
 	if (f->event_fd >= 0 && n && (err || fifo_ready(f))) {
 		uint64_t one = 1;

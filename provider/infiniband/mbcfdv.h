@@ -80,9 +80,10 @@ int mbcfdv_fifo_doorbell(struct mbcfdv_fifo *fifo);
  */
 int mbcfdv_fifo_event_fd(struct mbcfdv_fifo *fifo);
 /*
- * Clear the eventfd's counter, then pop up to max records (max >= 1) into
- * buf (cap bytes), calling handler(ctx, buf, len, qpn) for each, in
- * queue order.  Returns the number handled (0: none whole at the head),
+ * Pop up to max records (max >= 1) into buf (cap bytes), calling
+ * handler(ctx, buf, len, qpn) for each, in queue order; on finding the
+ * queue empty, clear the eventfd's counter and look once more (an append
+ * after that look makes the eventfd readable).  Returns the number handled (0: none whole at the head),
  * or, when none was handled, a negative errno of mbcfdv_fifo_pop (-EMSGSIZE
  * and the record stays, -EPROTO, ...) or -EINVAL for bad arguments.  When
  * it stops with records left (max reached, or an error after some), it
